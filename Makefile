@@ -1,0 +1,39 @@
+# voxserve — the two commands a fresh machine needs are `make serve` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install models serve test lint bench clean system-deps
+
+$(STAMP): pyproject.toml setup.py
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian packages the end-to-end tests need (Chromium for the playground, nginx for load balancing).
+system-deps:
+	@bash scripts/system-deps.sh
+
+models: install
+	$(BIN)/voxserve models fetch
+
+serve: models
+	$(BIN)/voxserve serve
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+test: models system-deps lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: models
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -1,0 +1,5 @@
+import sys
+
+from voxserve.cli import main
+
+sys.exit(main())

@@ -1,0 +1,187 @@
+"""Command line: ``voxserve say | voices | models | serve``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from voxserve.errors import VoxError
+from voxserve.settings import Settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, object] = {}
+    for field in ("cache_dir", "model_path", "host", "port", "grpc_port", "intra_op_threads"):
+        value = getattr(args, field, None)
+        if value is not None:
+            overrides[field] = value
+    engines = getattr(args, "engines", None)
+    if engines:
+        overrides["engines"] = engines.split(",")
+    return Settings(**overrides)  # type: ignore[arg-type]
+
+
+def _engines_for_voice(voice: str) -> list[str]:
+    return ["piper"] if voice.startswith("en_US-") else ["kokoro"]
+
+
+async def _say(args: argparse.Namespace, settings: Settings, text: str) -> int:
+    from voxserve.audio import StreamingResampler, make_encoder
+    from voxserve.runtime import Runtime
+    from voxserve.types import SynthesisParams
+
+    runtime = Runtime(settings)
+    await asyncio.to_thread(runtime.load, False)
+    try:
+        params = SynthesisParams(voice=args.voice, speed=args.speed, lang=args.lang, phoneme_input=args.phonemes)
+        session = runtime.open_session(params, pace=False)
+        fmt = args.format or (Path(args.output).suffix.lstrip(".") if args.output else "wav") or "wav"
+        rate = args.sample_rate or session.sample_rate
+        resampler = StreamingResampler(session.sample_rate, rate) if rate != session.sample_rate else None
+        encoder = make_encoder(fmt, rate)
+        session.push_text(text)
+        session.close()
+        target = Path(args.output) if args.output else None
+        if target is None and args.play:
+            target = Path(tempfile.mkstemp(suffix=f".{fmt}")[1])
+        sink = target.open("wb") if target else sys.stdout.buffer
+        try:
+            async for chunk in session:
+                samples = resampler.process(chunk.samples) if resampler else chunk.samples
+                sink.write(encoder.encode(samples))
+            if resampler:
+                sink.write(encoder.encode(resampler.flush()))
+            sink.write(encoder.finish())
+        finally:
+            if target:
+                sink.close()
+        stats = session.stats
+        print(
+            f"{stats.audio_s:.2f} s of audio in {stats.chunks} chunks; first audio after "
+            f"{(stats.ttfa_s or 0) * 1000:.0f} ms; real-time factor {stats.rtf or 0:.2f}",
+            file=sys.stderr,
+        )
+        if args.play and target:
+            _play(target)
+        return 0
+    finally:
+        runtime.close()
+
+
+def _play(path: Path) -> None:
+    for player in (
+        ["ffplay", "-autoexit", "-nodisp", "-loglevel", "quiet"],
+        ["aplay", "-q"],
+        ["afplay"],
+        ["play", "-q"],
+    ):
+        if shutil.which(player[0]):
+            subprocess.run([*player, str(path)], check=False)
+            return
+    print(f"no audio player found (ffplay, aplay, afplay, play); audio is in {path}", file=sys.stderr)
+
+
+def cmd_say(args: argparse.Namespace) -> int:
+    text = " ".join(args.text) if args.text else sys.stdin.read()
+    if not args.engines:
+        args.engines = ",".join(_engines_for_voice(args.voice))
+    settings = _settings(args)
+    if args.output is None and not args.play and sys.stdout.isatty():
+        raise VoxError("refusing to write audio to a terminal; pass -o FILE or --play")
+    return asyncio.run(_say(args, settings, text))
+
+
+def cmd_voices(args: argparse.Namespace) -> int:
+    from voxserve.runtime import Runtime
+
+    runtime = Runtime(_settings(args))
+    runtime.load(warm=False)
+    try:
+        print(f"{'voice':<20} {'language':<8} {'gender':<7} engine")
+        for voice in runtime.voices():
+            print(f"{voice.id:<20} {voice.lang:<8} {voice.gender:<7} {voice.engine}")
+    finally:
+        runtime.close()
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from voxserve.models import ModelStore, format_listing
+
+    store = ModelStore(_settings(args))
+    if args.action == "fetch":
+        files = store.fetch(force=args.force, progress=not args.quiet)
+        total = sum(1 for f in store.installed() if f.ok)
+        print(f"installed {len(files)} files; {total} model files verified in {store.root}")
+    else:
+        print(format_listing(store.installed()))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from voxserve.server import serve
+
+    serve(_settings(args))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="voxserve", description="Real-time streaming text-to-speech.")
+    parser.add_argument("--cache-dir", dest="cache_dir", help="model cache (default ~/.cache/voxserve)")
+    parser.add_argument("--model-path", dest="model_path", help="local directory with model files")
+    parser.add_argument("--threads", dest="intra_op_threads", type=int, help="ONNX Runtime threads per session")
+    parser.add_argument("-q", "--quiet", action="store_true", help="less output")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    say = sub.add_parser("say", help="synthesize text to a file, stdout or the speaker")
+    say.add_argument("text", nargs="*", help="text to speak (default: read stdin)")
+    say.add_argument("-v", "--voice", default="af_heart", help="voice id, blend 'a:0.7+b:0.3', or en_US-joe-medium")
+    say.add_argument("-o", "--output", help="output file (format from its extension)")
+    say.add_argument("-f", "--format", help="pcm, wav, mp3, opus, flac, mulaw")
+    say.add_argument("-s", "--speed", type=float, default=1.0, help="0.5 to 2.0")
+    say.add_argument("-l", "--lang", help="language code (default: from the voice)")
+    say.add_argument("-r", "--sample-rate", dest="sample_rate", type=int, help="output sample rate")
+    say.add_argument("--phonemes", action="store_true", help="the input is phonemes, not text")
+    say.add_argument("--play", action="store_true", help="play the result")
+    say.add_argument("--engines", help=argparse.SUPPRESS)
+    say.set_defaults(func=cmd_say)
+
+    voices = sub.add_parser("voices", help="list voices")
+    voices.set_defaults(func=cmd_voices)
+
+    models = sub.add_parser("models", help="fetch or list model files")
+    models.add_argument("action", choices=["fetch", "list"])
+    models.add_argument("--force", action="store_true", help="fetch again even if present")
+    models.set_defaults(func=cmd_models)
+
+    serve = sub.add_parser("serve", help="run the HTTP/WebSocket/gRPC server")
+    serve.add_argument("--host", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default 8000)")
+    serve.add_argument("--grpc-port", dest="grpc_port", type=int, help="gRPC port (default 50051, 0 = off)")
+    serve.add_argument("--engines", help="comma-separated engines to load (kokoro,piper)")
+    serve.set_defaults(func=cmd_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(levelname)s %(message)s")
+    try:
+        return int(args.func(args))
+    except VoxError as exc:
+        print(f"voxserve: error: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

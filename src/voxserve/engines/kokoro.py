@@ -1,0 +1,154 @@
+"""Kokoro-82M (StyleTTS 2 + iSTFTNet) through ONNX Runtime, 24 kHz, 54 voices."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
+from voxserve.engines.voices import kokoro_voice_info, parse_blend
+from voxserve.errors import EngineFailure, InvalidInput, UnknownVoice
+from voxserve.types import EngineAudio, VoiceInfo
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RATE = 24_000
+MAX_TOKENS = 510  # phoneme ids per call, pads excluded
+MIN_SPEED, MAX_SPEED = 0.5, 2.0
+_BREAK_SYMBOLS = (".", "!", "?", ";", ":", ",", "—", "…", " ")
+
+
+def check_speed(speed: float) -> None:
+    if not MIN_SPEED <= speed <= MAX_SPEED:
+        raise InvalidInput(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
+
+
+def split_phonemes(phonemes: str, limit: int) -> list[str]:
+    """Cut a phoneme string into pieces of at most ``limit`` symbols, preferring phrase boundaries."""
+    pieces: list[str] = []
+    rest = phonemes.strip()
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = -1
+        for mark in _BREAK_SYMBOLS:  # strongest boundary first
+            cut = window.rfind(mark)
+            if cut > limit // 3:
+                break
+        if cut <= 0:
+            cut = limit - 1
+        pieces.append(rest[: cut + 1].strip())
+        rest = rest[cut + 1 :].strip()
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+class KokoroVoices:
+    """Loads voice style tables lazily and blends them; thread-safe."""
+
+    def __init__(self, voices_dir: Path) -> None:
+        self._dir = voices_dir
+        self._cache: dict[str, npt.NDArray[np.float32]] = {}
+        self._lock = threading.Lock()
+
+    def ids(self) -> list[str]:
+        return sorted(p.stem for p in self._dir.glob("*.bin"))
+
+    def _load(self, name: str) -> npt.NDArray[np.float32]:
+        with self._lock:
+            table = self._cache.get(name)
+            if table is None:
+                path = self._dir / f"{name}.bin"
+                if not path.is_file():
+                    raise UnknownVoice(f"unknown voice {name!r}; list voices with 'voxserve voices' or GET /v1/voices")
+                table = np.fromfile(path, dtype=np.float32).reshape(-1, 256)
+                self._cache[name] = table
+            return table
+
+    def table(self, spec: str) -> npt.NDArray[np.float32]:
+        """The (rows, 256) style table of a voice or a blend like ``af_heart:0.7+af_bella:0.3``."""
+        try:
+            parts = parse_blend(spec)
+        except ValueError as exc:
+            raise UnknownVoice(f"bad voice {spec!r}: {exc}") from None
+        if len(parts) == 1:
+            return self._load(parts[0][0])
+        mixed = sum(weight * self._load(name) for name, weight in parts)
+        return np.asarray(mixed, dtype=np.float32)
+
+    def style(self, spec: str, n_tokens: int) -> npt.NDArray[np.float32]:
+        table = self.table(spec)
+        row = min(max(n_tokens - 1, 0), len(table) - 1)
+        return table[row : row + 1]
+
+
+class KokoroEngine:
+    name = "kokoro"
+    sample_rate = SAMPLE_RATE
+    alphabet = "misaki"
+    max_phonemes = MAX_TOKENS
+
+    def __init__(self, session: ort.InferenceSession, voices_dir: Path) -> None:
+        self._session = session
+        self._voices = KokoroVoices(voices_dir)
+        self._voice_ids = self._voices.ids()
+
+    @property
+    def session(self) -> ort.InferenceSession:
+        return self._session
+
+    @property
+    def style_tables(self) -> KokoroVoices:
+        return self._voices
+
+    def voices(self) -> list[VoiceInfo]:
+        infos = (kokoro_voice_info(v, SAMPLE_RATE) for v in self._voice_ids)
+        return [info for info in infos if info is not None]
+
+    def check_voice(self, voice: str) -> None:
+        self._voices.table(voice)
+
+    def unknown_symbols(self, phonemes: str) -> set[str]:
+        return {ch for ch in phonemes if ch not in KOKORO_VOCAB}
+
+    def token_ids(self, phonemes: str) -> list[int]:
+        unknown = self.unknown_symbols(phonemes)
+        if unknown:
+            raise InvalidInput(f"phonemes not in Kokoro's vocabulary: {' '.join(sorted(unknown))}")
+        return [KOKORO_VOCAB[ch] for ch in phonemes]
+
+    def synthesize(self, phonemes: str, voice: str, speed: float = 1.0) -> EngineAudio:
+        check_speed(speed)
+        pieces = [self._run(piece, voice, speed) for piece in split_phonemes(phonemes, MAX_TOKENS)]
+        if not pieces:
+            raise InvalidInput("nothing to synthesize: the phoneme string is empty")
+        samples = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+        return EngineAudio(samples=samples, sample_rate=SAMPLE_RATE)
+
+    def stream(
+        self, phonemes: str, voice: str, speed: float = 1.0, *, first_window_s: float | None = None
+    ) -> Iterator[EngineAudio]:
+        check_speed(speed)
+        pieces = split_phonemes(phonemes, MAX_TOKENS)
+        for i, piece in enumerate(pieces):
+            audio = self._run(piece, voice, speed)
+            yield EngineAudio(samples=audio, sample_rate=SAMPLE_RATE, first=i == 0, last=i == len(pieces) - 1)
+
+    def _run(self, phonemes: str, voice: str, speed: float) -> npt.NDArray[np.float32]:
+        ids = self.token_ids(phonemes)
+        if not ids:
+            raise InvalidInput("nothing to synthesize: the phoneme string is empty")
+        style = self._voices.style(voice, len(ids))
+        tokens = np.array([[KOKORO_PAD_ID, *ids, KOKORO_PAD_ID]], dtype=np.int64)
+        feed = {"tokens": tokens, "style": style, "speed": np.array([speed], dtype=np.float32)}
+        try:
+            (audio,) = self._session.run(["audio"], feed)
+        except Exception as exc:  # ONNX Runtime errors have no common base class
+            raise EngineFailure(f"Kokoro failed on {len(ids)} phonemes: {exc}") from exc
+        return np.asarray(audio, dtype=np.float32).reshape(-1)

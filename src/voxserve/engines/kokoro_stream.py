@@ -1,0 +1,188 @@
+"""Model-level streaming for Kokoro: run the front once per sentence, then decode audio in windows.
+
+Uses the three graphs made by :func:`voxserve.models.graphs.build_split_graphs`:
+
+1. ``front`` (tokens → per-token durations and features), then our own alignment in numpy (so pad
+   durations can be capped), then ``prosody`` (aligned content, F0 and energy over the whole sentence);
+2. ``decoder`` run on windows of frames with context on both sides. The harmonic source's phase is
+   carried across windows by feeding each window the cumulative phase of the frames before it
+   (``phase0``), computed here from F0 exactly as the graph does; windows are joined with a short
+   crossfade inside the overlap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.windowing import CrossfadeJoiner, Window, plan_windows
+from voxserve.errors import InvalidInput
+from voxserve.types import EngineAudio, FloatAudio
+
+SAMPLE_RATE = 24_000
+HOP = 600  # samples per decoder frame (25 ms)
+F0_PER_FRAME = 2
+SOURCE_UPSAMPLE = 300  # samples per F0 value; the graph scales the cumulative phase by this
+HARMONICS = np.arange(1, 10, dtype=np.float32)  # fundamental + 8 overtones
+MAX_TOKENS = 512  # including the two pads
+
+
+@dataclass(frozen=True, eq=False)
+class KokoroFront:
+    """Everything the decoder needs for one sentence, plus its durations.
+
+    ``durations`` holds frames per token, pads included (first and last entries).
+    ``content`` is [1, 512, F]; ``f0`` and ``energy`` are [1, 2F]; ``style`` is [1, 256].
+    """
+
+    durations: npt.NDArray[np.int64]
+    content: FloatAudio
+    f0: FloatAudio
+    energy: FloatAudio
+    style: FloatAudio
+
+    @property
+    def frames(self) -> int:
+        return int(self.content.shape[2])
+
+    @property
+    def phoneme_samples(self) -> npt.NDArray[np.int64]:
+        """Samples per phoneme symbol, pads excluded."""
+        return (self.durations[1:-1] * HOP).astype(np.int64)
+
+
+def alignment_matrix(durations: npt.NDArray[np.int64]) -> FloatAudio:
+    """One-hot [1, tokens, frames] matrix repeating token ``i`` for ``durations[i]`` frames."""
+    frames = int(durations.sum())
+    owner = np.repeat(np.arange(len(durations)), durations)
+    matrix = np.zeros((1, len(durations), frames), dtype=np.float32)
+    matrix[0, owner, np.arange(frames)] = 1.0
+    return matrix
+
+
+def source_phase(f0: FloatAudio) -> npt.NDArray[np.float64]:
+    """Cumulative harmonic-source phase after each F0 value, [2F, 9], in the graph's unit.
+
+    Mirrors the graph: per-sample phase increment ``frac(f0 * k / 24000)`` for harmonics k=1..9, summed
+    over F0 values. Kept modulo 1/300 (a whole cycle once the graph multiplies by 300).
+    """
+    inc = f0.reshape(-1, 1).astype(np.float32) * HARMONICS / np.float32(SAMPLE_RATE)
+    inc = inc - np.floor(inc)
+    total = np.cumsum(inc.astype(np.float64), axis=0)
+    return np.mod(total * SOURCE_UPSAMPLE, 1.0) / SOURCE_UPSAMPLE
+
+
+class KokoroStreamer:
+    """Front + windowed decoder for Kokoro v1.0, from split graphs in ``graph_dir``.
+
+    ``context_frames`` frames of context are decoded on each side of a window and cropped;
+    ``crossfade_ms`` of the overlap is crossfaded (it must fit in the context).
+    """
+
+    def __init__(
+        self,
+        factory: SessionFactory,
+        graph_dir: Path,
+        *,
+        context_frames: int = 8,
+        crossfade_ms: float = 5.0,
+        carry_phase: bool = True,
+    ) -> None:
+        self.front_session = factory.create(graph_dir / "kokoro_front.onnx")
+        self.prosody_session = factory.create(graph_dir / "kokoro_prosody.onnx")
+        self.decoder_session = factory.create(graph_dir / "kokoro_decoder.onnx")
+        self.context_frames = context_frames
+        self.crossfade = int(round(crossfade_ms * SAMPLE_RATE / 1000))
+        if self.crossfade > context_frames * HOP:
+            raise InvalidInput(f"crossfade of {crossfade_ms} ms does not fit in {context_frames} context frames")
+        self.carry_phase = carry_phase
+
+    def front(
+        self, token_ids: npt.NDArray[np.int64], style: FloatAudio, speed: float = 1.0, *, max_pad_frames: int | None = None
+    ) -> KokoroFront:
+        """Durations and decoder inputs for one sentence.
+
+        ``token_ids`` are phoneme ids without pads (the pads are added here); ``style`` is the voice's
+        [1, 256] row for this length. ``max_pad_frames`` caps the leading/trailing pad durations (the model
+        gives them ~0.3–0.5 s of near-silence); ``None`` keeps the model's durations.
+        """
+        ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
+        if len(ids) == 0 or len(ids) + 2 > MAX_TOKENS:
+            raise InvalidInput(f"Kokoro takes 1..{MAX_TOKENS - 2} phoneme ids per call, got {len(ids)}")
+        if speed <= 0:
+            raise InvalidInput(f"speed must be positive, got {speed}")
+        tokens = np.concatenate([[0], ids, [0]]).reshape(1, -1)
+        style = np.asarray(style, dtype=np.float32).reshape(1, 256)
+        durations_f, prosody_features, content_features = self.front_session.run(
+            None, {"tokens": tokens, "style": style, "speed": np.array([speed], dtype=np.float32)}
+        )
+        durations = durations_f.reshape(-1).astype(np.int64)
+        if max_pad_frames is not None:
+            durations[0] = min(durations[0], max(max_pad_frames, 1))
+            durations[-1] = min(durations[-1], max(max_pad_frames, 1))
+        content, f0, energy = self.prosody_session.run(
+            None,
+            {
+                "prosody_features": prosody_features,
+                "content_features": content_features,
+                "alignment": alignment_matrix(durations),
+                "style": style,
+            },
+        )
+        return KokoroFront(durations=durations, content=content, f0=f0, energy=energy, style=style)
+
+    def decode(self, front: KokoroFront, start: int = 0, end: int | None = None) -> FloatAudio:
+        """Decode frames ``[start, end)`` as one call (no context): the monolithic audio when whole."""
+        end = front.frames if end is None else end
+        return self._run(front, Window(start, end, start, end), None)
+
+    def _run(self, front: KokoroFront, window: Window, phase: npt.NDArray[np.float64] | None) -> FloatAudio:
+        a, b = window.ctx_start, window.ctx_end
+        phase0 = np.zeros((1, 1, 9), dtype=np.float32)
+        if phase is not None and a > 0:
+            phase0[0, 0] = phase[a * F0_PER_FRAME - 1].astype(np.float32)
+        (audio,) = self.decoder_session.run(
+            None,
+            {
+                "style": front.style,
+                "content": np.ascontiguousarray(front.content[:, :, a:b]),
+                "f0": np.ascontiguousarray(front.f0[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
+                "energy": np.ascontiguousarray(front.energy[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
+                "phase0": phase0,
+            },
+        )
+        return np.asarray(audio, dtype=np.float32).reshape(-1)
+
+    def decode_windows(
+        self, front: KokoroFront, first_window_frames: int = 10, window_frames: int = 60
+    ) -> Iterator[EngineAudio]:
+        """Yield the sentence's audio in pieces: ``first_window_frames`` of speech first, then larger windows.
+
+        The first window also covers the leading pad (so its piece holds real speech); pieces are
+        contiguous and sum to ``front.frames * 600`` samples. The first piece carries
+        ``phoneme_durations`` and ``lead_in``; the last carries ``tail``.
+        """
+        lead = int(front.durations[0])
+        tail = int(front.durations[-1])
+        windows = plan_windows(
+            front.frames, lead + first_window_frames, window_frames, self.context_frames, self.context_frames
+        )
+        phase = source_phase(front.f0) if self.carry_phase else None
+        joiner = CrossfadeJoiner(HOP, self.crossfade)
+        for i, window in enumerate(windows):
+            piece = joiner.push(window, self._run(front, window, phase))
+            first, last = i == 0, i == len(windows) - 1
+            yield EngineAudio(
+                samples=piece,
+                sample_rate=SAMPLE_RATE,
+                first=first,
+                last=last,
+                phoneme_durations=front.phoneme_samples if first else None,
+                lead_in=lead * HOP if first else 0,
+                tail=tail * HOP if last else 0,
+            )

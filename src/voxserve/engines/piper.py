@@ -1,0 +1,129 @@
+"""Piper (VITS) voices through ONNX Runtime, with our own phoneme-id mapping."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
+from voxserve.errors import EngineFailure, InvalidInput, ModelError, UnknownVoice
+from voxserve.types import EngineAudio, VoiceInfo
+
+PAD, BOS, EOS = "_", "^", "$"
+
+
+@dataclass(frozen=True)
+class PiperConfig:
+    """What we need from a Piper voice's ``.onnx.json``."""
+
+    voice_id: str
+    sample_rate: int
+    espeak_voice: str
+    noise_scale: float
+    length_scale: float
+    noise_w: float
+    num_speakers: int
+    phoneme_id_map: dict[str, list[int]]
+
+    @classmethod
+    def load(cls, path: Path, voice_id: str) -> PiperConfig:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            inference = raw.get("inference", {})
+            return cls(
+                voice_id=voice_id,
+                sample_rate=int(raw["audio"]["sample_rate"]),
+                espeak_voice=str(raw.get("espeak", {}).get("voice", "en-us")),
+                noise_scale=float(inference.get("noise_scale", 0.667)),
+                length_scale=float(inference.get("length_scale", 1.0)),
+                noise_w=float(inference.get("noise_w", 0.8)),
+                num_speakers=int(raw.get("num_speakers", 1)),
+                phoneme_id_map={k: list(v) for k, v in raw["phoneme_id_map"].items()},
+            )
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            raise ModelError(f"Piper config {path} is unreadable ({exc}); run 'voxserve models fetch --force'") from exc
+
+
+class PiperEngine:
+    name = "piper"
+    alphabet = "espeak"
+    max_phonemes = 2000
+
+    def __init__(self, session: ort.InferenceSession, config: PiperConfig, lang: str = "en-us") -> None:
+        self._session = session
+        self.config = config
+        self.sample_rate = config.sample_rate
+        self._lang = lang
+        self._inputs = {i.name for i in session.get_inputs()}
+
+    @property
+    def session(self) -> ort.InferenceSession:
+        return self._session
+
+    def voices(self) -> list[VoiceInfo]:
+        return [
+            VoiceInfo(
+                id=self.config.voice_id,
+                engine="piper",
+                lang=self._lang,
+                gender="male",
+                sample_rate=self.sample_rate,
+                name="Joe (Piper)",
+            )
+        ]
+
+    def check_voice(self, voice: str) -> None:
+        if voice != self.config.voice_id:
+            raise UnknownVoice(f"unknown Piper voice {voice!r}; this server has {self.config.voice_id!r}")
+
+    def unknown_symbols(self, phonemes: str) -> set[str]:
+        return {ch for ch in phonemes if ch not in self.config.phoneme_id_map}
+
+    def phoneme_ids(self, phonemes: str) -> list[int]:
+        """BOS, then each phoneme followed by a pad, then EOS (the layout Piper voices are trained on)."""
+        id_map = self.config.phoneme_id_map
+        unknown = self.unknown_symbols(phonemes)
+        if unknown:
+            raise InvalidInput(f"phonemes not in the Piper voice's alphabet: {' '.join(sorted(unknown))}")
+        ids = [*id_map[BOS], *id_map[PAD]]
+        for ch in phonemes:
+            ids.extend(id_map[ch])
+            ids.extend(id_map[PAD])
+        ids.extend(id_map[EOS])
+        return ids
+
+    def scales(self, speed: float) -> npt.NDArray[np.float32]:
+        if not MIN_SPEED <= speed <= MAX_SPEED:
+            raise InvalidInput(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
+        cfg = self.config
+        return np.array([cfg.noise_scale, cfg.length_scale / speed, cfg.noise_w], dtype=np.float32)
+
+    def synthesize(self, phonemes: str, voice: str, speed: float = 1.0) -> EngineAudio:
+        self.check_voice(voice)
+        scales = self.scales(speed)
+        ids = self.phoneme_ids(phonemes.strip())
+        if len(ids) <= 3:
+            raise InvalidInput("nothing to synthesize: the phoneme string is empty")
+        feed: dict[str, npt.NDArray[np.generic]] = {
+            "input": np.array([ids], dtype=np.int64),
+            "input_lengths": np.array([len(ids)], dtype=np.int64),
+            "scales": scales,
+        }
+        if "sid" in self._inputs:
+            feed["sid"] = np.array([0], dtype=np.int64)
+        try:
+            (audio,) = self._session.run(None, feed)
+        except Exception as exc:  # ONNX Runtime errors have no common base class
+            raise EngineFailure(f"Piper failed on {len(ids)} phoneme ids: {exc}") from exc
+        return EngineAudio(samples=np.asarray(audio, dtype=np.float32).reshape(-1), sample_rate=self.sample_rate)
+
+    def stream(
+        self, phonemes: str, voice: str, speed: float = 1.0, *, first_window_s: float | None = None
+    ) -> Iterator[EngineAudio]:
+        yield self.synthesize(phonemes, voice, speed)

@@ -1,0 +1,150 @@
+"""The one exception tree of voxserve, and its mapping to protocol codes.
+
+Engines and the text frontend raise these; the HTTP, WebSocket and gRPC layers
+translate them with :func:`http_status`, :func:`ws_close_code` and
+:func:`grpc_status_name` and nothing else.
+"""
+
+from __future__ import annotations
+
+
+class VoxError(Exception):
+    """Base class. ``code`` is a stable machine-readable identifier."""
+
+    code = "internal_error"
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after_s = retry_after_s
+
+
+class InvalidInput(VoxError):
+    """The request is malformed or asks for something impossible (bad text, speed, format)."""
+
+    code = "invalid_request"
+
+
+class UnknownVoice(InvalidInput):
+    code = "unknown_voice"
+
+
+class UnsupportedLanguage(InvalidInput):
+    code = "unsupported_language"
+
+
+class InputTooLarge(InvalidInput):
+    code = "input_too_large"
+
+
+class Unauthorized(VoxError):
+    code = "unauthorized"
+
+
+class Forbidden(VoxError):
+    code = "forbidden"
+
+
+class RateLimited(VoxError):
+    code = "rate_limited"
+
+
+class Overloaded(VoxError):
+    """No capacity now (stream cap and queue full, or draining); retry later."""
+
+    code = "overloaded"
+
+
+class NotReady(VoxError):
+    code = "not_ready"
+
+
+class Cancelled(VoxError):
+    code = "cancelled"
+
+
+class ModelError(VoxError):
+    """A model file is missing, corrupt, or failed to load."""
+
+    code = "model_error"
+
+
+class EngineFailure(VoxError):
+    """The model failed while synthesizing."""
+
+    code = "engine_failure"
+
+
+_HTTP = {
+    InputTooLarge: 413,
+    InvalidInput: 400,
+    Unauthorized: 401,
+    Forbidden: 403,
+    RateLimited: 429,
+    Overloaded: 503,
+    NotReady: 503,
+    Cancelled: 499,
+    ModelError: 500,
+    EngineFailure: 500,
+}
+
+# WebSocket close codes: 1008 policy violation, 1009 too big, 1011 internal, 1013 try again later,
+# 4001/4003 application auth codes, 4029 rate limited.
+_WS = {
+    InputTooLarge: 1009,
+    InvalidInput: 1008,
+    Unauthorized: 4001,
+    Forbidden: 4003,
+    RateLimited: 4029,
+    Overloaded: 1013,
+    NotReady: 1013,
+    Cancelled: 1000,
+    ModelError: 1011,
+    EngineFailure: 1011,
+}
+
+_GRPC = {
+    InputTooLarge: "INVALID_ARGUMENT",
+    InvalidInput: "INVALID_ARGUMENT",
+    Unauthorized: "UNAUTHENTICATED",
+    Forbidden: "PERMISSION_DENIED",
+    RateLimited: "RESOURCE_EXHAUSTED",
+    Overloaded: "RESOURCE_EXHAUSTED",
+    NotReady: "UNAVAILABLE",
+    Cancelled: "CANCELLED",
+    ModelError: "INTERNAL",
+    EngineFailure: "INTERNAL",
+}
+
+
+def _lookup(table: dict[type[VoxError], object], exc: BaseException, default: object) -> object:
+    for cls in type(exc).__mro__:
+        if cls in table:
+            return table[cls]  # type: ignore[index]
+    return default
+
+
+def http_status(exc: BaseException) -> int:
+    value = _lookup(_HTTP, exc, 500)  # type: ignore[arg-type]
+    assert isinstance(value, int)
+    return value
+
+
+def ws_close_code(exc: BaseException) -> int:
+    value = _lookup(_WS, exc, 1011)  # type: ignore[arg-type]
+    assert isinstance(value, int)
+    return value
+
+
+def grpc_status_name(exc: BaseException) -> str:
+    """Name of the ``grpc.StatusCode`` member (kept as a string so engines never import grpc)."""
+    value = _lookup(_GRPC, exc, "INTERNAL")  # type: ignore[arg-type]
+    assert isinstance(value, str)
+    return value
+
+
+def error_body(exc: BaseException) -> dict[str, object]:
+    """The JSON error body shared by every transport (OpenAI-style envelope)."""
+    if isinstance(exc, VoxError):
+        return {"error": {"code": exc.code, "message": exc.message, "type": type(exc).__name__}}
+    return {"error": {"code": "internal_error", "message": "internal server error", "type": "InternalError"}}

@@ -1,0 +1,255 @@
+"""Graph building: split the monolithic Kokoro and Piper ONNX files into streamable parts.
+
+Kokoro (StyleTTS 2 + iSTFTNet) is cut into three graphs:
+
+* ``kokoro_front.onnx``: ``tokens``, ``style``, ``speed`` → ``durations`` (frames per token, float),
+  ``prosody_features`` ([1, T, 640], the duration encoder's per-token output) and
+  ``content_features`` ([1, 512, T], the text encoder's per-token output). No alignment happens here.
+* ``kokoro_prosody.onnx``: ``prosody_features``, ``content_features``, ``alignment`` ([1, T, F], one-hot
+  token → frame matrix built by the caller from durations), ``style`` → ``content`` ([1, 512, F]),
+  ``f0`` and ``energy`` ([1, 2F]). The caller owns the alignment, so it can cap pad durations or add pauses.
+* ``kokoro_decoder.onnx``: ``style``, ``content``, ``f0``, ``energy``, ``phase0`` ([1, 1, 9]) → ``audio``.
+  ``phase0`` is added to the harmonic source's cumulative phase (in the graph's own unit: cycles/300), so a
+  window can continue the phase of the frames before it; zeros reproduce the monolithic graph.
+
+Piper (VITS) is cut into two: ``piper_front.onnx`` (``input``, ``input_lengths``, ``scales`` → ``latent``
+[1, 192, F] and ``durations`` [1, 1, P]) and ``piper_decoder.onnx`` (``latent`` → ``audio``).
+
+Subgraphs are extracted by walking back from the wanted outputs to the given inputs; node and initializer
+order follow the source, so a build is byte-for-byte reproducible and its hashes are checked against
+:data:`KNOWN_HASHES` when the source file is a known one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+from voxserve.errors import ModelError
+
+KOKORO_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
+PIPER_JOE_SHA256 = "unknown"  # filled in by :data:`KNOWN_HASHES` keys below
+
+# sha256 of the source model → sha256 of each built file (checked after every build).
+KNOWN_HASHES: dict[str, dict[str, str]] = {}
+
+_PHASE_ADD = "/voxserve/phase0_add"
+_CUMSUM = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum"
+
+
+@dataclass(frozen=True)
+class Port:
+    """A graph input or output: its name in the source graph, the name we give it, dtype and shape."""
+
+    source: str
+    name: str
+    dtype: int
+    shape: tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One subgraph to extract: output file name, its inputs and its outputs."""
+
+    filename: str
+    inputs: tuple[Port, ...]
+    outputs: tuple[Port, ...]
+
+
+F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+KOKORO_CUTS = (
+    Cut(
+        "kokoro_front.onnx",
+        (
+            Port("tokens", "tokens", I64, (1, "tokens")),
+            Port("style", "style", F32, (1, 256)),
+            Port("speed", "speed", F32, (1,)),
+        ),
+        (
+            Port("/encoder/Clip_output_0", "durations", F32, (1, "tokens")),
+            Port("/encoder/predictor/text_encoder/Concat_4_output_0", "prosody_features", F32, (1, "tokens", 640)),
+            Port("/encoder/text_encoder/Transpose_2_output_0", "content_features", F32, (1, 512, "tokens")),
+        ),
+    ),
+    Cut(
+        "kokoro_prosody.onnx",
+        (
+            Port("/encoder/predictor/text_encoder/Concat_4_output_0", "prosody_features", F32, (1, "tokens", 640)),
+            Port("/encoder/text_encoder/Transpose_2_output_0", "content_features", F32, (1, 512, "tokens")),
+            Port("/encoder/Cast_4_output_0", "alignment", F32, (1, "tokens", "frames")),
+            Port("style", "style", F32, (1, 256)),
+        ),
+        (
+            Port("/encoder/MatMul_1_output_0", "content", F32, (1, 512, "frames")),
+            Port("/encoder/Reshape_output_0", "f0", F32, (1, "f0_len")),
+            Port("/encoder/Reshape_1_output_0", "energy", F32, (1, "f0_len")),
+        ),
+    ),
+    Cut(
+        "kokoro_decoder.onnx",
+        (
+            Port("style", "style", F32, (1, 256)),
+            Port("/encoder/MatMul_1_output_0", "content", F32, (1, 512, "frames")),
+            Port("/encoder/Reshape_output_0", "f0", F32, (1, "f0_len")),
+            Port("/encoder/Reshape_1_output_0", "energy", F32, (1, "f0_len")),
+        ),
+        (Port("audio", "audio", F32, ("samples",)),),
+    ),
+)
+
+PIPER_CUTS = (
+    Cut(
+        "piper_front.onnx",
+        (
+            Port("input", "input", I64, (1, "phonemes")),
+            Port("input_lengths", "input_lengths", I64, (1,)),
+            Port("scales", "scales", F32, (3,)),
+        ),
+        (
+            Port("/Mul_7_output_0", "latent", F32, (1, 192, "frames")),
+            Port("/Ceil_output_0", "durations", F32, (1, 1, "phonemes")),
+        ),
+    ),
+    Cut(
+        "piper_decoder.onnx",
+        (Port("/Mul_7_output_0", "latent", F32, (1, 192, "frames")),),
+        (Port("output", "audio", F32, (1, 1, 1, "samples")),),
+    ),
+)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def extract(model: onnx.ModelProto, cut: Cut) -> onnx.ModelProto:
+    """Return the part of ``model`` computing ``cut.outputs`` from ``cut.inputs``, with I/O renamed."""
+    graph = model.graph
+    producer = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
+    initializers = {init.name: init for init in graph.initializer}
+    input_names = {port.source for port in cut.inputs}
+    source_inputs = {vi.name for vi in graph.input}
+    keep: set[int] = set()
+    needed: set[str] = set()
+    stack = [port.source for port in cut.outputs]
+    while stack:
+        name = stack.pop()
+        if name in needed or not name:
+            continue
+        needed.add(name)
+        if name in input_names or name in initializers:
+            continue
+        if name in source_inputs:
+            raise ModelError(f"cannot cut {cut.filename}: it needs graph input {name!r} that the cut does not provide")
+        if name not in producer:
+            raise ModelError(f"cannot cut {cut.filename}: tensor {name!r} is not produced in the source graph")
+        index = producer[name]
+        if index not in keep:
+            keep.add(index)
+            stack.extend(graph.node[index].input)
+    rename = {port.source: port.name for port in (*cut.inputs, *cut.outputs)}
+    nodes = []
+    for i, node in enumerate(graph.node):
+        if i not in keep:
+            continue
+        new = onnx.NodeProto()
+        new.CopyFrom(node)
+        for j, name in enumerate(new.input):
+            if name in rename:
+                new.input[j] = rename[name]
+        for j, name in enumerate(new.output):
+            if name in rename:
+                new.output[j] = rename[name]
+        nodes.append(new)
+    inits = [init for init in graph.initializer if init.name in needed and init.name not in input_names]
+    new_graph = helper.make_graph(
+        nodes,
+        cut.filename.removesuffix(".onnx"),
+        [helper.make_tensor_value_info(p.name, p.dtype, list(p.shape)) for p in cut.inputs],
+        [helper.make_tensor_value_info(p.name, p.dtype, list(p.shape)) for p in cut.outputs],
+        initializer=inits,
+    )
+    out = helper.make_model(new_graph, opset_imports=list(model.opset_import), producer_name="voxserve-split")
+    out.ir_version = model.ir_version
+    return out
+
+
+def add_phase_input(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Add a ``phase0`` [1, 1, 9] input to the Kokoro decoder, summed onto the harmonic source's cumsum."""
+    graph = model.graph
+    index = next((i for i, node in enumerate(graph.node) if node.name == _CUMSUM), None)
+    if index is None:
+        raise ModelError("the Kokoro decoder graph has no harmonic-source CumSum; is this Kokoro v1.0?")
+    cumsum_out = graph.node[index].output[0]
+    shifted = cumsum_out + "_shifted"
+    for node in graph.node:
+        for j, name in enumerate(node.input):
+            if name == cumsum_out:
+                node.input[j] = shifted
+    add = helper.make_node("Add", [cumsum_out, "phase0"], [shifted], name=_PHASE_ADD)
+    graph.node.insert(index + 1, add)
+    graph.input.append(helper.make_tensor_value_info("phase0", F32, [1, 1, 9]))
+    return model
+
+
+def _write(model: onnx.ModelProto, path: Path) -> None:
+    data = model.SerializeToString(deterministic=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def detect_family(model: onnx.ModelProto) -> str:
+    names = {vi.name for vi in model.graph.input}
+    if {"tokens", "style", "speed"} <= names:
+        return "kokoro"
+    if {"input", "input_lengths", "scales"} <= names:
+        return "piper"
+    raise ModelError(f"unrecognized model with inputs {sorted(names)}: expected Kokoro v1.0 or a Piper VITS voice")
+
+
+def build_split_graphs(model_path: Path, out_dir: Path, *, verify_hashes: bool = True) -> list[Path]:
+    """Cut ``model_path`` (Kokoro or Piper) into streamable graphs in ``out_dir``; return their paths.
+
+    Writes ``<family>_split.json`` next to them with the source and output sha256. When the source is a
+    known file and ``verify_hashes`` is set, each output must match :data:`KNOWN_HASHES` byte for byte.
+    """
+    if not model_path.is_file():
+        raise ModelError(f"model file {model_path} is missing; run 'voxserve models fetch'")
+    source_hash = sha256_file(model_path)
+    model = onnx.load(str(model_path))
+    family = detect_family(model)
+    cuts = KOKORO_CUTS if family == "kokoro" else PIPER_CUTS
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    hashes: dict[str, str] = {}
+    for cut in cuts:
+        part = extract(model, cut)
+        if cut.filename == "kokoro_decoder.onnx":
+            part = add_phase_input(part)
+        path = out_dir / cut.filename
+        _write(part, path)
+        hashes[cut.filename] = sha256_file(path)
+        paths.append(path)
+    expected = KNOWN_HASHES.get(source_hash)
+    if verify_hashes and expected is not None:
+        wrong = [name for name, digest in hashes.items() if expected.get(name) != digest]
+        if wrong:
+            raise ModelError(
+                f"split graphs {wrong} differ from the known build of this model; "
+                "the onnx version may have changed serialization: rebuild with verify_hashes=False and report it"
+            )
+    manifest = {"family": family, "source": model_path.name, "source_sha256": source_hash, "files": hashes}
+    (out_dir / f"{family}_split.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return paths

@@ -1,0 +1,138 @@
+"""The process-wide synthesis runtime: models, engines, text frontend and worker pool.
+
+Built once from :class:`~voxserve.settings.Settings` by whoever owns the process (the
+CLI or the server) and passed down. Construction is cheap; :meth:`Runtime.load` does
+the heavy work (loading models, warming up) and may run in a thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+from voxserve.engines.base import Engine
+from voxserve.engines.kokoro import KokoroEngine
+from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.piper import PiperConfig, PiperEngine
+from voxserve.errors import NotReady, UnknownVoice, UnsupportedLanguage
+from voxserve.models import ModelStore
+from voxserve.settings import Settings
+from voxserve.stream.pool import WorkerPool
+from voxserve.stream.session import SessionConfig, SynthesisSession
+from voxserve.text.frontend import Frontend
+from voxserve.text.languages import lang_for_voice, normalize_lang
+from voxserve.types import SynthesisParams, VoiceInfo
+
+log = logging.getLogger(__name__)
+
+PIPER_VOICE = "en_US-joe-medium"
+
+
+class Runtime:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = ModelStore(settings)
+        self.frontend = Frontend(settings)
+        self._engines: dict[str, Engine] = {}
+        self._voice_engine: dict[str, Engine] = {}
+        self._pool: WorkerPool | None = None
+        self._lock = threading.Lock()
+        self.load_seconds: dict[str, float] = {}
+        self.ready = False
+
+    # --- lifecycle ----------------------------------------------------------------------
+    def load(self, warm: bool = True) -> None:
+        """Load the configured engines and warm them and the default voice's language up."""
+        with self._lock:
+            if self.ready:
+                return
+            cores = os.cpu_count() or 1
+            factory = SessionFactory(self.settings.providers, self.settings.resolved_intra_op_threads(cores))
+            for name in self.settings.engines:
+                t0 = time.perf_counter()
+                engine = self._build_engine(name, factory)
+                self.load_seconds[name] = time.perf_counter() - t0
+                self._engines[name] = engine
+                for voice in engine.voices():
+                    self._voice_engine[voice.id] = engine
+                log.info("loaded engine %s in %.2f s", name, self.load_seconds[name])
+            workers = self.settings.worker_threads or max(1, cores // factory.intra_op_threads)
+            self._pool = WorkerPool(workers)
+            if warm:
+                self.warm_up()
+            self.ready = True
+
+    def _build_engine(self, name: str, factory: SessionFactory) -> Engine:
+        if name == "kokoro":
+            session = factory.create(self.store.kokoro_model())
+            return KokoroEngine(session, self.store.kokoro_voices_dir())
+        config = PiperConfig.load(self.store.piper_config(), PIPER_VOICE)
+        return PiperEngine(factory.create(self.store.piper_model()), config)
+
+    def warm_up(self) -> None:
+        """Run the default voice once so the first request doesn't pay for lazy initialisation."""
+        default = self.settings.default_voice
+        for engine in self._engines.values():
+            voice = default if default in {v.id for v in engine.voices()} else engine.voices()[0].id
+            lang = lang_for_voice(voice)
+            segments = self.frontend.phonemize("Hello.", lang, engine.alphabet, max_phonemes=engine.max_phonemes)
+            engine.synthesize(segments[0].phonemes, voice)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close(wait=False)
+        self.ready = False
+
+    # --- queries ------------------------------------------------------------------------
+    @property
+    def pool(self) -> WorkerPool:
+        if self._pool is None:
+            raise NotReady("models are still loading; retry shortly")
+        return self._pool
+
+    @property
+    def engines(self) -> dict[str, Engine]:
+        return dict(self._engines)
+
+    def voices(self) -> list[VoiceInfo]:
+        return [voice for engine in self._engines.values() for voice in engine.voices()]
+
+    def engine_for(self, voice: str) -> Engine:
+        if not self.ready:
+            raise NotReady("models are still loading; retry shortly")
+        first = voice.split("+")[0].split(":")[0].strip()
+        engine = self._voice_engine.get(first)
+        if engine is None:
+            raise UnknownVoice(f"unknown voice {voice!r}; list voices with 'voxserve voices' or GET /v1/voices")
+        engine.check_voice(voice)
+        return engine
+
+    def session_config(self, *, pace: bool = True) -> SessionConfig:
+        s = self.settings
+        return SessionConfig(
+            chunk_ms=s.stream_buffer_ms,
+            first_segment_words=s.first_segment_words,
+            max_segment_chars=s.max_segment_chars,
+            sentence_pause_ms=s.sentence_pause_ms,
+            clause_pause_ms=s.clause_pause_ms,
+            lookahead_s=s.lookahead_s,
+            max_input_chars=s.max_input_chars,
+            pace=pace,
+        )
+
+    def open_session(self, params: SynthesisParams, *, pace: bool = True) -> SynthesisSession:
+        """Start a streaming session; must be called from a running event loop."""
+        engine = self.engine_for(params.voice)
+        lang = normalize_lang(params.lang) if params.lang else lang_for_voice(params.voice.split("+")[0].split(":")[0])
+        if engine.name == "piper" and not lang.startswith("en"):
+            raise UnsupportedLanguage(f"voice {params.voice!r} speaks English only; pick a Kokoro voice for {lang!r}")
+        return SynthesisSession(
+            engine=engine,
+            frontend=self.frontend,
+            pool=self.pool,
+            params=params,
+            lang=lang,
+            config=self.session_config(pace=pace),
+        )

@@ -1,0 +1,127 @@
+"""The FastAPI application: HTTP and WebSocket routes, the one error mapping, access logs, lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from voxserve.errors import InvalidInput, VoxError, error_body, http_status
+from voxserve.server.http_routes import router
+from voxserve.server.metrics import Metrics
+from voxserve.server.runtime_api import RuntimeLike
+from voxserve.server.state import ServerState
+from voxserve.server.ws import ws_router
+from voxserve.settings import Settings
+
+access_log = logging.getLogger("voxserve.access")
+_ROUTES = frozenset(
+    {"/v1/audio/speech", "/v1/voices", "/v1/audio/voices", "/v1/models", "/healthz", "/readyz", "/metrics"}
+)
+
+
+def _error_response(exc: BaseException) -> JSONResponse:
+    """The HTTP transport's single mapping from an exception to a response."""
+    headers = {}
+    if isinstance(exc, VoxError) and exc.retry_after_s is not None:
+        headers["Retry-After"] = str(max(1, round(exc.retry_after_s)))
+    return JSONResponse(error_body(exc), status_code=http_status(exc), headers=headers)
+
+
+async def _on_error(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, RequestValidationError):
+        details = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors())
+        exc = InvalidInput(f"invalid request body: {details}")
+    if not isinstance(exc, VoxError):
+        logging.getLogger("voxserve.server").exception("unhandled error on %s", request.url.path)
+    return _error_response(exc)
+
+
+class AccessLog:
+    """Pure ASGI middleware: one JSON log line and one request count per HTTP request (never the body)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            path = scope["path"]
+            route = path if path in _ROUTES else "other"
+            self.metrics.count("http", route, status)
+            client = scope.get("client")
+            line = {
+                "event": "http",
+                "method": scope["method"],
+                "path": route,
+                "status": status,
+                "ms": round((time.perf_counter() - start) * 1000.0, 1),
+                "client": client[0] if client else None,
+            }
+            access_log.info(json.dumps(line))
+
+
+def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state: ServerState | None = None) -> FastAPI:
+    """Build the app. ``runtime`` defaults to ``voxserve.runtime.Runtime(settings)``; loading starts with the app."""
+    vox = state or ServerState.build(settings, runtime)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        from voxserve.server.grpc_server import GrpcServer
+
+        loading = asyncio.create_task(vox.lifecycle.load(vox.runtime))
+        grpc_server = GrpcServer(vox) if settings.grpc_port else None
+        if grpc_server is not None:
+            await grpc_server.start()
+            app.state.grpc_port = grpc_server.port
+        try:
+            yield
+        finally:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=min(settings.shutdown_grace_s, 5.0))
+            loading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await loading
+            vox.runtime.close()
+
+    app = FastAPI(title="voxserve", version="0.1.0", lifespan=lifespan)
+    app.state.vox = vox
+    app.state.grpc_port = None
+    app.include_router(router)
+    app.include_router(ws_router)
+    app.add_exception_handler(VoxError, _on_error)
+    app.add_exception_handler(RequestValidationError, _on_error)
+    app.add_exception_handler(Exception, _on_error)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type"],
+            expose_headers=["X-Sample-Rate", "X-Voice", "Retry-After"],
+        )
+    app.add_middleware(AccessLog, metrics=vox.metrics)
+    return app

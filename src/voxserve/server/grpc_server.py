@@ -1,0 +1,294 @@
+"""gRPC transport (grpc.aio): unary, server-streaming and duplex synthesis plus the standard health service.
+
+Credentials travel in the ``authorization`` metadata (``Bearer <api key or JWT>``). Errors are mapped
+in one place, :class:`_ErrorsAndAuth`, which wraps every VoxServe method.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+
+from voxserve.errors import VoxError, error_body, grpc_status_name
+from voxserve.server import duplex as dx
+from voxserve.server.auth import bearer_token
+from voxserve.server.grpc_gen import voxserve_pb2 as pb
+from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
+from voxserve.server.service import EncodedChunk, SpeechRequest
+from voxserve.server.state import ServerState
+
+log = logging.getLogger("voxserve.server")
+_SERVICE = "voxserve.v1.VoxServe"
+
+
+def _peer_ip(context: grpc.aio.ServicerContext) -> str:
+    peer = context.peer() or ""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6":
+        return rest.rsplit(":", 1)[0].strip("[]")
+    return rest.rsplit(":", 1)[0] if kind == "ipv4" else peer
+
+
+async def _abort(context: grpc.aio.ServicerContext, exc: BaseException, count: Callable[[str], None]) -> None:
+    """The gRPC transport's single mapping from an exception to a status."""
+    count(grpc_status_name(exc))
+    if not isinstance(exc, VoxError):
+        log.exception("unhandled error in gRPC method", exc_info=exc)
+    body = error_body(exc)["error"]
+    assert isinstance(body, dict)
+    trailers: list[tuple[str, str]] = [("voxserve-error-code", str(body["code"]))]
+    if isinstance(exc, VoxError) and exc.retry_after_s is not None:
+        trailers.append(("retry-after", str(max(1, round(exc.retry_after_s)))))
+    await context.abort(grpc.StatusCode[grpc_status_name(exc)], str(body["message"]), tuple(trailers))
+
+
+class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
+    """Authenticates, rate-limits and maps errors for every VoxServe method."""
+
+    def __init__(self, state: ServerState) -> None:
+        self._state = state
+
+    def _authorize(self, context: grpc.aio.ServicerContext) -> None:
+        metadata = dict(context.invocation_metadata() or ())
+        token = bearer_token(str(metadata.get("authorization", ""))) or None
+        self._state.service.authorize(token, _peer_ip(context))
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        method = getattr(handler_call_details, "method", "")
+        if handler is None or not method.startswith(f"/{_SERVICE}/"):
+            return handler
+        route = method.rsplit("/", 1)[-1]
+
+        def count(status: str) -> None:
+            self._state.metrics.count("grpc", route, status)
+
+        if handler.unary_unary is not None:
+            inner_unary = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                try:
+                    self._authorize(context)
+                    reply = await inner_unary(request, context)
+                except (VoxError, Exception) as exc:
+                    if isinstance(exc, grpc.aio.AbortError):
+                        raise
+                    await _abort(context, exc, count)
+                count("OK")
+                return reply
+
+            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer, handler.response_serializer)
+        streaming = handler.unary_stream or handler.stream_stream
+        assert streaming is not None
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            try:
+                self._authorize(context)
+                async for item in streaming(request, context):
+                    yield item
+            except (VoxError, Exception) as exc:
+                if isinstance(exc, grpc.aio.AbortError):
+                    raise
+                await _abort(context, exc, count)
+            count("OK")
+
+        factory = (
+            grpc.unary_stream_rpc_method_handler if handler.unary_stream else grpc.stream_stream_rpc_method_handler
+        )
+        return factory(stream, handler.request_deserializer, handler.response_serializer)
+
+
+def _request(msg: pb.SynthesizeRequest | pb.StreamConfig) -> SpeechRequest:
+    return SpeechRequest(
+        voice=msg.voice or None,
+        text=getattr(msg, "text", ""),
+        lang=msg.lang if msg.HasField("lang") else None,
+        speed=msg.speed if msg.HasField("speed") else 1.0,
+        format=msg.format or "pcm",
+        sample_rate=msg.sample_rate if msg.HasField("sample_rate") else None,
+        word_timings=msg.word_timings,
+    )
+
+
+def _words(chunk: EncodedChunk) -> list[pb.WordTiming]:
+    return [pb.WordTiming(word=w.word, start_s=w.start_s, end_s=w.end_s) for w in chunk.words]
+
+
+def _chunk(chunk: EncodedChunk) -> pb.AudioChunk:
+    return pb.AudioChunk(
+        index=chunk.index,
+        offset_s=chunk.offset_s,
+        duration_s=chunk.duration_s,
+        audio=chunk.audio,
+        words=_words(chunk),
+        final=chunk.final,
+    )
+
+
+def _client_message(msg: pb.StreamRequest) -> dx.ClientMessage:
+    kind = msg.WhichOneof("kind")
+    if kind == "config":
+        return dx.Config(_request(msg.config))
+    if kind == "text":
+        return dx.Text(msg.text.text)
+    simple: dict[str | None, dx.ClientMessage] = {
+        "flush": dx.Flush(),
+        "close": dx.Close(),
+        "cancel": dx.Cancel(),
+        "ping": dx.Ping(),
+    }
+    from voxserve.errors import InvalidInput
+
+    return simple.get(kind) or dx.Invalid(InvalidInput("empty StreamRequest"))
+
+
+def _server_event(event: dx.ServerEvent) -> pb.StreamResponse:
+    if isinstance(event, dx.Chunk):
+        return pb.StreamResponse(chunk=_chunk(event.chunk))
+    if isinstance(event, dx.Done):
+        s = event.summary
+        return pb.StreamResponse(
+            done=pb.Done(
+                utterance=event.utterance,
+                audio_s=s.audio_s,
+                chunks=s.chunks,
+                ttfa_ms=s.ttfa_ms or 0.0,
+                rtf=s.rtf or 0.0,
+                cancelled=s.cancelled,
+            )
+        )
+    if isinstance(event, dx.Ready):
+        return pb.StreamResponse(
+            ready=pb.Ready(session_id=event.session_id, sample_rate=event.sample_rate, format=event.format)
+        )
+    if isinstance(event, dx.Error):
+        return pb.StreamResponse(error=pb.StreamError(code=event.code, message=event.message))
+    return pb.StreamResponse(pong=pb.Pong())
+
+
+class VoxServeServicer(pb_grpc.VoxServeServicer):
+    def __init__(self, state: ServerState) -> None:
+        self._state = state
+
+    async def Synthesize(
+        self, request: pb.SynthesizeRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SynthesizeResponse:
+        service = self._state.service
+        req = service.validate(_request(request), needs_text=True)
+        async with self._state.admission.slot():
+            utterance = service.speak(req, "grpc", _peer_ip(context))
+            parts: list[bytes] = []
+            words: list[pb.WordTiming] = []
+            async for chunk in utterance.chunks():
+                parts.append(chunk.audio)
+                words.extend(_words(chunk))
+        summary = utterance.summary()
+        return pb.SynthesizeResponse(
+            audio=b"".join(parts),
+            format=req.format,
+            sample_rate=utterance.sample_rate,
+            audio_s=summary.audio_s,
+            words=words,
+        )
+
+    async def SynthesizeStream(
+        self, request: pb.SynthesizeRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.AudioChunk]:
+        service = self._state.service
+        req = service.validate(_request(request), needs_text=True)
+        async with self._state.admission.slot():
+            utterance = service.speak(req, "grpc", _peer_ip(context))
+            async for chunk in utterance.chunks():
+                yield _chunk(chunk)
+
+    async def StreamingSynthesize(
+        self, request_iterator: AsyncIterator[pb.StreamRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.StreamResponse]:
+        async with self._state.admission.slot():
+            stream = dx.DuplexStream(self._state.service, "grpc", _peer_ip(context))
+
+            async def read() -> None:
+                async for message in request_iterator:
+                    await stream.handle(_client_message(message))
+                await stream.end_input()
+
+            reader = asyncio.create_task(read())
+            try:
+                async for event in stream.events(watch=reader):
+                    yield _server_event(event)
+            finally:
+                reader.cancel()
+                await stream.aclose()
+
+    async def ListVoices(
+        self, request: pb.ListVoicesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListVoicesResponse:
+        voices = [
+            pb.Voice(id=v.id, engine=v.engine, lang=v.lang, gender=v.gender, sample_rate=v.sample_rate, name=v.name)
+            for v in self._state.service.voices()
+        ]
+        return pb.ListVoicesResponse(voices=voices)
+
+
+class GrpcServer:
+    """The gRPC server of one ServerState, on ``settings.host:settings.grpc_port`` (port 0 in tests: any free)."""
+
+    def __init__(self, state: ServerState, port: int | None = None) -> None:
+        self._state = state
+        self._requested_port = state.settings.grpc_port if port is None else port
+        self.port = 0
+        self._server = grpc.aio.server(
+            interceptors=[_ErrorsAndAuth(state)],
+            options=[("grpc.max_receive_message_length", 4 * 1024 * 1024), ("grpc.so_reuseport", 0)],
+        )
+        self._health = health_aio.HealthServicer()
+        self._watch: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        pb_grpc.add_VoxServeServicer_to_server(VoxServeServicer(self._state), self._server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        settings = self._state.settings
+        address = f"{settings.host}:{self._requested_port if self._requested_port > 0 else 0}"
+        if settings.tls_certfile and settings.tls_keyfile:
+            credentials = grpc.ssl_server_credentials(
+                [(settings.tls_keyfile.read_bytes(), settings.tls_certfile.read_bytes())]
+            )
+            self.port = self._server.add_secure_port(address, credentials)
+        else:
+            self.port = self._server.add_insecure_port(address)
+        await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self._server.start()
+        self._state.drain_hooks.append(self._on_drain)
+        self._watch = asyncio.create_task(self._serving_when_loaded())
+        log.info("gRPC listening on %s:%d", settings.host, self.port)
+
+    async def _serving_when_loaded(self) -> None:
+        await self._state.lifecycle.wait_loaded()
+        if self._state.lifecycle.ready:
+            await self._set_health(health_pb2.HealthCheckResponse.SERVING)
+
+    async def _on_drain(self) -> None:
+        await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    async def _set_health(self, status: int) -> None:
+        await self._health.set("", status)
+        await self._health.set(_SERVICE, status)
+
+    async def stop(self, grace: float) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+        await self._health.enter_graceful_shutdown()
+        await self._server.stop(grace)

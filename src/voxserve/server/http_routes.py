@@ -1,0 +1,176 @@
+"""HTTP routes: OpenAI-compatible speech, voice and model catalogues, health and metrics."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.types import Receive, Scope, Send
+
+from voxserve.server.auth import Principal, bearer_token
+from voxserve.server.metrics import CONTENT_TYPE
+from voxserve.server.service import SpeechRequest, Utterance
+from voxserve.server.state import ServerState
+
+# OpenAI voice names map to the server's default voice unless a voice of that name exists.
+OPENAI_VOICES = frozenset(
+    {"alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse", "marin", "cedar"}
+)
+OPENAI_PCM_RATE = 24000  # OpenAI's raw pcm is 24 kHz s16le; keep that default for unchanged clients
+
+
+class SpeechBody(BaseModel):
+    model: str = "tts-1"
+    input: str
+    voice: str | None = None
+    response_format: str = "mp3"
+    speed: float = 1.0
+    stream_format: Literal["audio", "sse"] = "audio"
+    instructions: str | None = None  # accepted for compatibility; not used
+    # voxserve extras
+    lang: str | None = None
+    sample_rate: int | None = None
+    timestamps: bool = Field(default=False, description="Word timings in SSE delta events.")
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.app.state.vox
+    return state
+
+
+def client_ip(request: Request) -> str:
+    return request.client.host if request.client else ""
+
+
+def authorize(request: Request) -> Principal:
+    state = state_of(request)
+    return state.service.authorize(bearer_token(request.headers.get("authorization")), client_ip(request))
+
+
+class AudioStreamResponse(StreamingResponse):
+    """Chunked audio that always frees its session and stream slot, even if the client leaves early."""
+
+    def __init__(self, body: AsyncIterator[bytes], utterance: Utterance, state: ServerState, **kwargs: object) -> None:
+        super().__init__(body, **kwargs)  # type: ignore[arg-type]
+        self._utterance = utterance
+        self._state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if not self._utterance.finished:
+                self._utterance.cancel()
+            self._state.service.forget(self._utterance)
+            self._state.admission.release()
+
+
+router = APIRouter()
+
+
+@router.post("/v1/audio/speech")
+async def speech(body: SpeechBody, request: Request, principal: Principal = Depends(authorize)) -> Response:
+    state = state_of(request)
+    service = state.service
+    voice = body.voice
+    if voice in OPENAI_VOICES and voice not in {v.id for v in service.voices()}:
+        voice = None
+    rate = body.sample_rate
+    if rate is None and body.response_format.lower() == "pcm":
+        rate = OPENAI_PCM_RATE
+    req = service.validate(
+        SpeechRequest(
+            voice=voice,
+            text=body.input,
+            lang=body.lang,
+            speed=body.speed,
+            format=body.response_format,
+            sample_rate=rate,
+            word_timings=body.timestamps,
+        ),
+        needs_text=True,
+    )
+    await state.admission.acquire()
+    with contextlib.ExitStack() as undo:
+        undo.callback(state.admission.release)
+        utterance = service.speak(req, "http", client_ip(request))
+        undo.pop_all()
+    headers = {"X-Sample-Rate": str(utterance.sample_rate), "X-Voice": utterance.voice.id, "Cache-Control": "no-store"}
+    if body.stream_format == "sse":
+        return AudioStreamResponse(_sse(utterance), utterance, state, media_type="text/event-stream", headers=headers)
+    return AudioStreamResponse(_audio(utterance), utterance, state, media_type=utterance.content_type, headers=headers)
+
+
+async def _audio(utterance: Utterance) -> AsyncIterator[bytes]:
+    async for chunk in utterance.chunks():
+        if chunk.audio:
+            yield chunk.audio
+
+
+async def _sse(utterance: Utterance) -> AsyncIterator[bytes]:
+    async for chunk in utterance.chunks():
+        event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk.audio).decode()}
+        if utterance.request.word_timings:
+            event["words"] = [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in chunk.words]
+        yield _sse_line(event)
+    summary = utterance.summary()
+    chars = len(utterance.request.text)
+    yield _sse_line(
+        {
+            "type": "speech.audio.done",
+            "usage": {"input_tokens": chars, "output_tokens": 0, "total_tokens": chars},
+            "audio_s": round(summary.audio_s, 3),
+            "ttfa_ms": summary.ttfa_ms,
+        }
+    )
+
+
+def _sse_line(event: dict[str, object]) -> bytes:
+    return b"data: " + json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
+
+
+@router.get("/v1/voices")
+@router.get("/v1/audio/voices")
+async def voices(request: Request, principal: Principal = Depends(authorize)) -> dict[str, object]:
+    items = [
+        {"id": v.id, "name": v.name or v.id, "engine": v.engine, "lang": v.lang, "gender": v.gender,
+         "sample_rate": v.sample_rate}
+        for v in state_of(request).service.voices()
+    ]  # fmt: skip
+    return {"object": "list", "data": items, "voices": [item["id"] for item in items]}
+
+
+@router.get("/v1/models")
+async def models(request: Request, principal: Principal = Depends(authorize)) -> dict[str, object]:
+    created = int(time.time())
+    names = ["tts-1", "tts-1-hd", *state_of(request).service.engines()]
+    return {
+        "object": "list",
+        "data": [{"id": name, "object": "model", "created": created, "owned_by": "voxserve"} for name in names],
+    }
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> Response:
+    lifecycle = state_of(request).lifecycle
+    body: dict[str, object] = {"status": lifecycle.phase.value}
+    if lifecycle.error:
+        body["error"] = lifecycle.error
+    return JSONResponse(body, status_code=200 if lifecycle.ready else 503)
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    return Response(state_of(request).metrics.render(), media_type=CONTENT_TYPE)

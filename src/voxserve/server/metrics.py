@@ -1,0 +1,69 @@
+"""Prometheus metrics of one app, in a registry of its own (several apps may share a process)."""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+_TTFA_BUCKETS = (0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+_RTF_BUCKETS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
+_LABELS = ("engine", "voice", "transport")
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.ttfa = Histogram(
+            "voxserve_time_to_first_audio_seconds",
+            "Time from request (or first text) to the first audio chunk.",
+            _LABELS,
+            buckets=_TTFA_BUCKETS,
+            registry=r,
+        )
+        self.rtf = Histogram(
+            "voxserve_real_time_factor", "Compute seconds per audio second.", _LABELS, buckets=_RTF_BUCKETS, registry=r
+        )
+        self.requests = Counter(
+            "voxserve_requests",
+            "Requests by outcome.",
+            ("transport", "route", "status"),
+            registry=r,
+        )
+        self.active_streams = Gauge("voxserve_active_streams", "Synthesis streams running now.", registry=r)
+        self.queue_depth = Gauge("voxserve_queue_depth", "Requests waiting for a stream slot.", registry=r)
+        self.audio_seconds = Counter(
+            "voxserve_audio_seconds", "Seconds of audio produced.", ("engine", "voice", "transport"), registry=r
+        )
+        self.model_load_seconds = Gauge("voxserve_model_load_seconds", "Model load + warm-up time.", registry=r)
+        self.ready = Gauge("voxserve_ready", "1 when models are loaded and the server accepts work.", registry=r)
+        # process_resident_memory_bytes, process_cpu_seconds_total, open fds … (Linux /proc).
+        ProcessCollector(registry=r)
+
+    def on_admission(self, active: int, queued: int) -> None:
+        self.active_streams.set(active)
+        self.queue_depth.set(queued)
+
+    def observe_stream(
+        self, engine: str, voice: str, transport: str, ttfa_s: float | None, audio_s: float, compute_s: float
+    ) -> None:
+        if ttfa_s is not None:
+            self.ttfa.labels(engine, voice, transport).observe(ttfa_s)
+        if audio_s > 0:
+            self.rtf.labels(engine, voice, transport).observe(compute_s / audio_s)
+            self.audio_seconds.labels(engine, voice, transport).inc(audio_s)
+
+    def count(self, transport: str, route: str, status: str | int) -> None:
+        self.requests.labels(transport, route, str(status)).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

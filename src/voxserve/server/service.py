@@ -1,0 +1,269 @@
+"""The speech service every transport shares: validation, admission, sessions, encoding, metrics.
+
+HTTP, WebSocket and gRPC handlers only translate their wire format to :class:`SpeechRequest`
+and the :class:`EncodedChunk` stream back; all behaviour lives here and in ``duplex``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+
+from voxserve.audio import Encoder, StreamingResampler, make_encoder, supported_formats
+from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice
+from voxserve.server.admission import Admission
+from voxserve.server.auth import Authenticator, Principal
+from voxserve.server.lifecycle import Lifecycle
+from voxserve.server.metrics import Metrics
+from voxserve.server.ratelimit import RateLimiter
+from voxserve.server.runtime_api import RuntimeLike, SessionLike
+from voxserve.settings import Settings
+from voxserve.types import SynthesisParams, VoiceInfo, WordTiming
+
+access_log = logging.getLogger("voxserve.access")
+
+MIN_SPEED, MAX_SPEED = 0.25, 4.0
+MIN_RATE, MAX_RATE = 8000, 48000
+
+
+@dataclass(frozen=True)
+class SpeechRequest:
+    """One utterance's options, as every transport expresses them."""
+
+    voice: str | None = None
+    text: str = ""
+    lang: str | None = None
+    speed: float = 1.0
+    format: str = "pcm"
+    sample_rate: int | None = None
+    word_timings: bool = False
+
+
+@dataclass(frozen=True)
+class EncodedChunk:
+    index: int
+    offset_s: float
+    duration_s: float
+    audio: bytes
+    words: tuple[WordTiming, ...]
+    final: bool
+
+
+@dataclass(frozen=True)
+class UtteranceSummary:
+    audio_s: float
+    chunks: int
+    ttfa_ms: float | None
+    rtf: float | None
+    cancelled: bool
+
+
+class Utterance:
+    """One synthesis session with its encoder; iterate :meth:`chunks` once."""
+
+    def __init__(
+        self,
+        service: SpeechService,
+        session: SessionLike,
+        request: SpeechRequest,
+        voice: VoiceInfo,
+        transport: str,
+        client: str,
+    ) -> None:
+        self.request = request
+        self.voice = voice
+        rate = request.sample_rate or session.sample_rate
+        self.encoder: Encoder = make_encoder(request.format, rate)
+        self.sample_rate = self.encoder.sample_rate
+        self.content_type = self.encoder.content_type
+        self._service = service
+        self._session = session
+        self._resampler = StreamingResampler(session.sample_rate, rate) if rate != session.sample_rate else None
+        self._transport = transport
+        self._client = client
+        self._t0: float | None = None
+        self._ttfa: float | None = None
+        self._chars = 0
+        self._texts: list[str] = []
+        self._audio_s = 0.0
+        self._chunks = 0
+        self.cancelled = False
+        self.finished = False
+
+    def push_text(self, text: str) -> None:
+        if self._t0 is None:
+            self._t0 = time.monotonic()
+        self._chars += len(text)
+        if self._chars > self._service.settings.max_input_chars:
+            raise InputTooLarge(f"utterance longer than {self._service.settings.max_input_chars} characters")
+        if self._service.settings.log_text:
+            self._texts.append(text)
+        self._session.push_text(text)
+
+    def flush(self) -> None:
+        self._session.flush()
+
+    def close(self) -> None:
+        self._session.close()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self._session.cancel()
+
+    async def chunks(self) -> AsyncIterator[EncodedChunk]:
+        session_rate = self._session.sample_rate
+        status = "ok"
+        try:
+            async for chunk in self._session:
+                if self._ttfa is None and self._t0 is not None:
+                    self._ttfa = time.monotonic() - self._t0
+                samples = chunk.samples if self._resampler is None else self._resampler.process(chunk.samples)
+                data = self.encoder.encode(samples)
+                words = chunk.words if self.request.word_timings else ()
+                self._chunks += 1
+                self._audio_s += chunk.duration_s
+                yield EncodedChunk(chunk.index, chunk.offset / session_rate, chunk.duration_s, data, words, False)
+            tail = b""
+            if self._resampler is not None:
+                tail += self.encoder.encode(self._resampler.flush())
+            tail += self.encoder.finish()
+            self.finished = True
+            if tail:
+                yield EncodedChunk(self._chunks, self._audio_s, 0.0, tail, (), True)
+        except BaseException:
+            status = "cancelled" if self.cancelled else "aborted"
+            raise
+        finally:
+            if not self.finished:
+                self._session.cancel()
+            if self.cancelled:
+                status = "cancelled"
+            self._service.forget(self)
+            self._record(status)
+
+    def summary(self) -> UtteranceSummary:
+        stats = self._session.stats
+        rtf = stats.compute_s / stats.audio_s if stats.audio_s > 0 else None
+        ttfa = None if self._ttfa is None else self._ttfa * 1000.0
+        return UtteranceSummary(self._audio_s, self._chunks, ttfa, rtf, self.cancelled)
+
+    def _record(self, status: str) -> None:
+        stats = self._session.stats
+        self._service.metrics.observe_stream(
+            self.voice.engine, self.voice.id, self._transport, self._ttfa, stats.audio_s, stats.compute_s
+        )
+        line: dict[str, object] = {
+            "event": "utterance",
+            "transport": self._transport,
+            "client": self._client,
+            "voice": self.voice.id,
+            "format": self.request.format,
+            "chars": self._chars,
+            "audio_s": round(self._audio_s, 3),
+            "ttfa_ms": None if self._ttfa is None else round(self._ttfa * 1000.0, 1),
+            "status": status,
+        }
+        if self._service.settings.log_text:
+            line["text"] = "".join(self._texts)
+        access_log.info(json.dumps(line))
+
+
+class SpeechService:
+    def __init__(
+        self,
+        settings: Settings,
+        runtime: RuntimeLike,
+        lifecycle: Lifecycle,
+        metrics: Metrics,
+        admission: Admission,
+        limiter: RateLimiter,
+        authenticator: Authenticator,
+    ) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.lifecycle = lifecycle
+        self.metrics = metrics
+        self.admission = admission
+        self.limiter = limiter
+        self.authenticator = authenticator
+        self._voices: dict[str, VoiceInfo] | None = None
+        self._live: set[Utterance] = set()
+
+    # --- who may call --------------------------------------------------------------
+    def authorize(self, token: str | None, client_ip: str | None) -> Principal:
+        principal = self.authenticator.authenticate(token)
+        self.limiter.check(principal.id, client_ip)
+        return principal
+
+    # --- catalogue -----------------------------------------------------------------
+    def voices(self) -> list[VoiceInfo]:
+        self.lifecycle.require_ready()
+        if self._voices is None:
+            self._voices = {voice.id: voice for voice in self.runtime.voices()}
+        return list(self._voices.values())
+
+    def voice(self, voice_id: str) -> VoiceInfo:
+        for voice in self.voices():
+            if voice.id == voice_id:
+                return voice
+        raise UnknownVoice(f"unknown voice {voice_id!r}; GET /v1/voices lists the available ones")
+
+    def engines(self) -> list[str]:
+        return sorted({voice.engine for voice in self.voices()})
+
+    # --- requests ------------------------------------------------------------------
+    def validate(self, request: SpeechRequest, *, needs_text: bool) -> SpeechRequest:
+        """Fill defaults and check every option; raise :class:`InvalidInput` with what to fix."""
+        self.lifecycle.require_ready()
+        voice = request.voice or self.settings.default_voice
+        self.voice(voice)
+        fmt = request.format.lower()
+        if fmt not in supported_formats():
+            raise InvalidInput(f"unsupported format {request.format!r}; use one of {', '.join(supported_formats())}")
+        if not MIN_SPEED <= request.speed <= MAX_SPEED:
+            raise InvalidInput(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {request.speed}")
+        rate = request.sample_rate
+        if rate is not None and not MIN_RATE <= rate <= MAX_RATE:
+            raise InvalidInput(f"sample_rate must be between {MIN_RATE} and {MAX_RATE} Hz, got {rate}")
+        if needs_text and not request.text.strip():
+            raise InvalidInput("input text is empty")
+        if len(request.text) > self.settings.max_input_chars:
+            raise InputTooLarge(
+                f"input is {len(request.text)} characters; the limit is {self.settings.max_input_chars}"
+            )
+        return replace(request, voice=voice, format=fmt)
+
+    def open(self, request: SpeechRequest, transport: str, client: str = "") -> Utterance:
+        """Open a session for a validated request (the caller holds an admission slot)."""
+        assert request.voice is not None
+        params = SynthesisParams(
+            voice=request.voice, speed=request.speed, lang=request.lang, word_timings=request.word_timings
+        )
+        session = self.runtime.open_session(params)
+        utterance = Utterance(self, session, request, self.voice(request.voice), transport, client)
+        self._live.add(utterance)
+        return utterance
+
+    def forget(self, utterance: Utterance) -> None:
+        self._live.discard(utterance)
+
+    def speak(self, request: SpeechRequest, transport: str, client: str = "") -> Utterance:
+        """Open a one-shot utterance with all its text already pushed."""
+        utterance = self.open(request, transport, client)
+        utterance.push_text(request.text)
+        utterance.close()
+        return utterance
+
+    def output_rate(self, request: SpeechRequest) -> int:
+        assert request.voice is not None
+        return request.sample_rate or self.voice(request.voice).sample_rate
+
+    def cancel_all(self) -> int:
+        """Cancel every live utterance (end of the shutdown grace period)."""
+        live = list(self._live)
+        for utterance in live:
+            utterance.cancel()
+        return len(live)

@@ -1,0 +1,66 @@
+"""Everything one server instance holds, shared by its HTTP/WebSocket app and its gRPC server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from voxserve.server.admission import Admission
+from voxserve.server.auth import Authenticator
+from voxserve.server.lifecycle import Lifecycle
+from voxserve.server.metrics import Metrics
+from voxserve.server.ratelimit import RateLimiter
+from voxserve.server.runtime_api import RuntimeLike
+from voxserve.server.service import SpeechService
+from voxserve.settings import Settings
+
+log = logging.getLogger("voxserve.server")
+
+
+@dataclass
+class ServerState:
+    settings: Settings
+    runtime: RuntimeLike
+    metrics: Metrics
+    lifecycle: Lifecycle
+    admission: Admission
+    service: SpeechService
+    drain_hooks: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, settings: Settings, runtime: RuntimeLike | None = None) -> ServerState:
+        if runtime is None:
+            from voxserve.runtime import Runtime  # heavy: only when the caller did not supply one
+
+            runtime = Runtime(settings)
+        metrics = Metrics()
+        lifecycle = Lifecycle(metrics)
+        admission = Admission(settings.max_streams, settings.max_queue, on_change=metrics.on_admission)
+        service = SpeechService(
+            settings,
+            runtime,
+            lifecycle,
+            metrics,
+            admission,
+            RateLimiter(settings.rate_limit_per_minute),
+            Authenticator(settings),
+        )
+        return cls(settings, runtime, metrics, lifecycle, admission, service)
+
+    async def drain(self) -> None:
+        """Stop taking work (readyz → 503), let streams finish within the grace period, cancel the rest."""
+        self.lifecycle.start_draining()
+        self.admission.start_draining()
+        for hook in self.drain_hooks:
+            await hook()
+        grace = self.settings.shutdown_grace_s
+        try:
+            await asyncio.wait_for(self.admission.wait_idle(), grace)
+        except asyncio.TimeoutError:
+            cancelled = self.service.cancel_all()
+            log.warning("shutdown grace of %.1f s over: cancelled %d stream(s)", grace, cancelled)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.admission.wait_idle(), 2.0)

@@ -1,0 +1,196 @@
+"""WebSocket transport ``/v1/tts/stream``: JSON control frames in, JSON events + binary audio out.
+
+Credentials: ``Authorization: Bearer`` header, ``?api_key=``/``?token=`` query, or the ``api_key``
+field of the first (config) message. The protocol itself lives in :mod:`voxserve.server.duplex`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+
+from fastapi import APIRouter, WebSocket
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from voxserve.errors import InputTooLarge, InvalidInput, error_body, ws_close_code
+from voxserve.server import duplex as dx
+from voxserve.server.auth import bearer_token
+from voxserve.server.service import SpeechRequest
+from voxserve.server.state import ServerState
+
+log = logging.getLogger("voxserve.server")
+ws_router = APIRouter()
+
+
+def parse_message(raw: str) -> dx.ClientMessage:
+    """One client text frame → a protocol message (unparsable frames become :class:`duplex.Invalid`)."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return dx.Invalid(InvalidInput("message is not valid JSON"))
+    if not isinstance(data, dict):
+        return dx.Invalid(InvalidInput("message must be a JSON object"))
+    kind = data.get("type")
+    if kind == "text":
+        text = data.get("text")
+        if not isinstance(text, str):
+            return dx.Invalid(InvalidInput("'text' message needs a string field 'text'"))
+        return dx.Text(text)
+    if kind == "config":
+        try:
+            request = SpeechRequest(
+                voice=_opt_str(data, "voice"),
+                lang=_opt_str(data, "lang"),
+                speed=float(data.get("speed", 1.0)),
+                format=str(data.get("format", "pcm")),
+                sample_rate=_opt_int(data, "sample_rate"),
+                word_timings=bool(data.get("word_timings", False)),
+            )
+        except (TypeError, ValueError) as exc:
+            return dx.Invalid(InvalidInput(f"bad config field: {exc}"))
+        return dx.Config(request)
+    simple: dict[object, dx.ClientMessage] = {
+        "flush": dx.Flush(),
+        "close": dx.Close(),
+        "cancel": dx.Cancel(),
+        "ping": dx.Ping(),
+    }
+    if kind in simple:
+        return simple[kind]
+    return dx.Invalid(InvalidInput(f"unknown message type {kind!r}"))
+
+
+def _opt_str(data: dict[str, object], key: str) -> str | None:
+    value = data.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{key} must be a string")
+
+
+def _opt_int(data: dict[str, object], key: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TypeError(f"{key} must be an integer")
+
+
+def event_json(event: dx.ServerEvent) -> dict[str, object]:
+    if isinstance(event, dx.Chunk):
+        c = event.chunk
+        return {
+            "type": "chunk",
+            "index": c.index,
+            "offset_s": round(c.offset_s, 4),
+            "duration_s": round(c.duration_s, 4),
+            "bytes": len(c.audio),
+            "words": [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in c.words],
+        }
+    if isinstance(event, dx.Done):
+        s = event.summary
+        return {
+            "type": "done",
+            "utterance": event.utterance,
+            "audio_s": round(s.audio_s, 4),
+            "chunks": s.chunks,
+            "ttfa_ms": None if s.ttfa_ms is None else round(s.ttfa_ms, 1),
+            "rtf": None if s.rtf is None else round(s.rtf, 4),
+            "cancelled": s.cancelled,
+        }
+    if isinstance(event, dx.Ready):
+        return {
+            "type": "ready",
+            "session_id": event.session_id,
+            "sample_rate": event.sample_rate,
+            "format": event.format,
+        }
+    if isinstance(event, dx.Error):
+        return {"type": "error", "code": event.code, "message": event.message}
+    return {"type": "pong"}
+
+
+@ws_router.websocket("/v1/tts/stream")
+async def tts_stream(websocket: WebSocket) -> None:
+    state: ServerState = websocket.app.state.vox
+    await websocket.accept()
+    status = "1000"
+    try:
+        await _serve(websocket, state)
+    except WebSocketDisconnect:
+        pass
+    except Exception as exc:  # the WebSocket transport's one error mapping
+        status = str(ws_close_code(exc))
+        await _close_with(websocket, exc)
+    finally:
+        state.metrics.count("ws", "/v1/tts/stream", status)
+
+
+async def _close_with(websocket: WebSocket, exc: Exception) -> None:
+    body = error_body(exc)["error"]
+    assert isinstance(body, dict)
+    if not isinstance(exc, InvalidInput | RuntimeError):
+        log.warning("websocket closed on error: %r", exc)
+    if websocket.client_state is WebSocketState.CONNECTED:
+        with contextlib.suppress(Exception):
+            await websocket.send_text(json.dumps({"type": "error", "code": body["code"], "message": body["message"]}))
+            await websocket.close(code=ws_close_code(exc), reason=str(body["message"])[:120])
+
+
+async def _serve(websocket: WebSocket, state: ServerState) -> None:
+    service = state.service
+    settings = state.settings
+    client = websocket.client.host if websocket.client else ""
+    query = websocket.query_params
+    token = bearer_token(websocket.headers.get("authorization")) or query.get("api_key") or query.get("token")
+    first: dx.ClientMessage | None = None
+    if service.authenticator.enabled and not token:
+        raw = await _receive_text(websocket, settings.max_ws_message_bytes)
+        first = raw if isinstance(raw, dx.Invalid) else parse_message(raw)
+        with contextlib.suppress(ValueError, AttributeError, TypeError):
+            token = json.loads(raw).get("api_key")  # type: ignore[arg-type]
+    service.authorize(token, client)
+    async with state.admission.slot():
+        stream = dx.DuplexStream(service, "ws", client)
+        try:
+            reader = asyncio.create_task(_read(websocket, stream, first, settings.max_ws_message_bytes))
+            writer = asyncio.create_task(_write(websocket, stream))
+            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (reader, writer):
+                if task not in done:
+                    task.cancel()
+            for task in done:
+                task.result()
+        finally:
+            await stream.aclose()
+
+
+async def _receive_text(websocket: WebSocket, limit: int) -> str | dx.Invalid:
+    message = await websocket.receive()
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000))
+    text = message.get("text")
+    if text is None:
+        return dx.Invalid(InvalidInput("binary frames are not accepted; send JSON text frames"))
+    if len(text.encode()) > limit:
+        raise InputTooLarge(f"message larger than {limit} bytes")
+    return str(text)
+
+
+async def _read(websocket: WebSocket, stream: dx.DuplexStream, first: dx.ClientMessage | None, limit: int) -> None:
+    if first is not None:
+        await stream.handle(first)
+    while True:
+        raw = await _receive_text(websocket, limit)
+        await stream.handle(raw if isinstance(raw, dx.Invalid) else parse_message(raw))
+
+
+async def _write(websocket: WebSocket, stream: dx.DuplexStream) -> None:
+    async for event in stream.events():
+        await websocket.send_text(json.dumps(event_json(event)))
+        if isinstance(event, dx.Chunk):
+            await websocket.send_bytes(event.chunk.audio)

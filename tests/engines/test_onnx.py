@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import pytest
+
+from voxserve.engines.onnx import SessionFactory, resolve_providers
+from voxserve.errors import ModelError
+
+
+def test_auto_providers_end_with_cpu() -> None:
+    providers = resolve_providers(["auto"])
+    assert providers[-1] == "CPUExecutionProvider"
+
+
+def test_unavailable_provider_is_a_clear_error() -> None:
+    with pytest.raises(ModelError, match="not available"):
+        resolve_providers(["NoSuchExecutionProvider"])
+
+
+def test_missing_and_corrupt_model_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    factory = SessionFactory(["cpu"], 1)
+    with pytest.raises(ModelError, match="voxserve models fetch"):
+        factory.create(tmp_path / "missing.onnx")
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ModelError, match="corrupt"):
+        factory.create(bad)

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from voxserve.server.metrics import Metrics
+
+
+def test_each_app_has_its_own_registry() -> None:
+    first, second = Metrics(), Metrics()
+    first.count("http", "/v1/audio/speech", 200)
+    first.observe_stream("piper", "v", "ws", ttfa_s=0.12, audio_s=2.0, compute_s=0.2)
+    first.on_admission(3, 1)
+    text = first.render().decode()
+    assert 'voxserve_requests_total{route="/v1/audio/speech",status="200",transport="http"} 1.0' in text
+    assert 'voxserve_time_to_first_audio_seconds_count{engine="piper",transport="ws",voice="v"} 1.0' in text
+    assert 'voxserve_real_time_factor_sum{engine="piper",transport="ws",voice="v"} 0.1' in text
+    assert "voxserve_active_streams 3.0" in text and "voxserve_queue_depth 1.0" in text
+    assert "process_resident_memory_bytes" in text
+    assert "voxserve_requests_total{" not in second.render().decode()

@@ -1,0 +1,69 @@
+"""``voxserve serve`` as a real process: SIGTERM drains (readyz 503, new work refused, streams ended in grace)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+from tests.server.conftest import PIPER, free_port
+
+
+def test_sigterm_drains_within_grace(model_store: object) -> None:
+    port, grpc_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "VOXSERVE_DEFAULT_VOICE": PIPER,
+        "VOXSERVE_SHUTDOWN_GRACE_S": "2",
+        "VOXSERVE_RATE_LIMIT_PER_MINUTE": "0",
+    }
+    command = [sys.executable, "-m", "voxserve", "serve", "--port", str(port), "--grpc-port", str(grpc_port)]
+    process = subprocess.Popen([*command, "--engines", "piper"], env=env, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            try:
+                if httpx.get(base + "/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+
+        received = bytearray()
+        first = threading.Event()
+        ended = threading.Event()
+
+        def listen() -> None:
+            text = " ".join(["A long answer that is still being spoken when the server is told to stop."] * 15)
+            body = {"input": text, "voice": PIPER, "response_format": "pcm"}
+            with httpx.stream("POST", base + "/v1/audio/speech", json=body, timeout=30) as response:
+                for piece in response.iter_raw():
+                    received.extend(piece)
+                    first.set()
+            ended.set()
+
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        assert first.wait(20)
+        stopped_at = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        assert httpx.get(base + "/readyz").status_code == 503
+        refused = httpx.post(base + "/v1/audio/speech", json={"input": "Hello.", "voice": PIPER})
+        assert refused.status_code == 503 and "shutting down" in refused.json()["error"]["message"]
+        assert ended.wait(10), "in-flight stream not ended by the grace period"
+        assert process.wait(10) == 0
+        elapsed = time.monotonic() - stopped_at
+        assert 1.5 < elapsed < 6, elapsed  # waited for the stream about the grace period, not forever
+        assert len(received) / 2 / 24000 < 60  # it was cut short, not played to the end
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -1,0 +1,186 @@
+"""WebSocket transport end to end with the real ``websockets`` client."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from tests.server.audio_util import pcm_rms
+from tests.server.conftest import KOKORO, PIPER, SHORT, RunningServer
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection, connect
+
+
+def send(ws: ClientConnection, **message: object) -> None:
+    ws.send(json.dumps(message))
+
+
+def recv_json(ws: ClientConnection, timeout: float = 20) -> dict[str, Any]:
+    while True:
+        frame = ws.recv(timeout=timeout)
+        if isinstance(frame, str):
+            return dict(json.loads(frame))
+
+
+def utterance(ws: ClientConnection, timeout: float = 30) -> tuple[list[dict[str, Any]], bytes, dict[str, Any]]:
+    """Read chunk messages and their binary frames up to ``done``."""
+    chunks: list[dict[str, Any]] = []
+    audio = bytearray()
+    while True:
+        message = json.loads(ws.recv(timeout=timeout))
+        if message["type"] == "done":
+            return chunks, bytes(audio), message
+        assert message["type"] == "chunk", message
+        data = ws.recv(timeout=timeout)
+        assert isinstance(data, bytes) and len(data) == message["bytes"]
+        chunks.append(message)
+        audio += data
+
+
+def close_code(ws: ClientConnection) -> int:
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            ws.recv(timeout=10)
+    assert closed.value.rcvd is not None
+    return closed.value.rcvd.code
+
+
+def test_utterances_fragments_and_queueing(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=PIPER, format="pcm", word_timings=True)
+        ready = recv_json(ws)
+        assert ready["type"] == "ready" and ready["sample_rate"] == 22050 and ready["format"] == "pcm"
+        for fragment in ("Hello there, ", "how can I ", "help you today?"):
+            send(ws, type="text", text=fragment)
+        send(ws, type="close")
+        chunks, audio, done = utterance(ws)
+        assert done["utterance"] == 0 and not done["cancelled"] and done["chunks"] == len(chunks)
+        assert abs(len(audio) / 2 / 22050 - done["audio_s"]) < 0.01
+        assert pcm_rms(audio) > 0.01 and done["ttfa_ms"] > 0
+        words = [w["word"] for c in chunks for w in c["words"]]
+        assert words[0] == "Hello" and "today" in words
+        offsets = [c["offset_s"] for c in chunks]
+        assert offsets == sorted(offsets)
+
+        # two utterances sent back to back: the second is made while the first plays, no gap between them
+        send(ws, type="text", text="The first reply is this sentence right here.")
+        send(ws, type="close")
+        send(ws, type="text", text="And the second one follows it.")
+        send(ws, type="close")
+        start = time.perf_counter()
+        _, _, first_done = utterance(ws)
+        second_first = json.loads(ws.recv(timeout=20))
+        gap = time.perf_counter() - start
+        assert first_done["utterance"] == 1 and second_first["type"] == "chunk"
+        # by the time the second utterance's first chunk is here, the first one's audio has not finished playing
+        assert gap < first_done["audio_s"], (gap, first_done["audio_s"])
+        ws.recv(timeout=20)
+        _, _, second_done = utterance(ws)
+        assert second_done["utterance"] == 2
+
+
+def test_flush_ping_and_cancel(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="ping")
+        assert recv_json(ws) == {"type": "pong"}
+        send(ws, type="text", text="no punctuation here at all")  # no config: default voice
+        assert recv_json(ws)["type"] == "ready"
+        send(ws, type="flush")
+        first = recv_json(ws, timeout=10)
+        assert first["type"] == "chunk"  # spoken on flush, before close
+        assert isinstance(ws.recv(timeout=10), bytes)
+        send(ws, type="close")
+        utterance(ws)
+
+        send(ws, type="text", text=" ".join(["A long sentence that keeps the voice busy for a while."] * 10))
+        send(ws, type="close")
+        assert recv_json(ws)["type"] == "chunk"
+        start = time.perf_counter()
+        send(ws, type="cancel")
+        while (message := recv_json(ws))["type"] != "done":
+            pass
+        assert message["cancelled"] is True and message["audio_s"] < 20
+        assert time.perf_counter() - start < 2
+        send(ws, type="text", text="Still here.")
+        send(ws, type="close")
+        _, audio, done = utterance(ws)
+        assert not done["cancelled"] and len(audio) > 0
+
+
+def test_bad_messages_are_refused_but_connection_lives(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        for bad in ("{not json", "[1, 2]", json.dumps({"type": "dance"}), json.dumps({"type": "text", "text": 5})):
+            ws.send(bad)
+            error = recv_json(ws)
+            assert error["type"] == "error" and error["code"] == "invalid_request"
+        ws.send(b"\x00\x01garbage\xff")
+        assert recv_json(ws)["code"] == "invalid_request"
+        send(ws, type="config", voice="nobody")
+        assert recv_json(ws)["code"] == "unknown_voice"
+        send(ws, type="config", voice=PIPER, speed=9)
+        assert recv_json(ws)["code"] == "invalid_request"
+        send(ws, type="config", voice=PIPER, format="mp3", sample_rate=16000)
+        assert recv_json(ws)["sample_rate"] == 16000
+        send(ws, type="ping")
+        assert recv_json(ws)["type"] == "pong"
+
+
+def test_oversized_message_closes_1009(server: RunningServer) -> None:
+    with connect(server.ws, max_size=None) as ws:
+        ws.send(json.dumps({"type": "text", "text": "x" * (server.settings.max_ws_message_bytes + 10)}))
+        assert close_code(ws) == 1009
+
+
+def test_fragment_rate_limit_closes_4029(make_server: object) -> None:
+    strict = make_server(max_fragments_per_second=5)  # type: ignore[operator]
+    with connect(strict.ws) as ws:
+        for _ in range(30):
+            send(ws, type="text", text="a ")
+        assert close_code(ws) == 4029
+
+
+def test_auth(make_server: object) -> None:
+    secured = make_server(api_keys=["ws-key"])  # type: ignore[operator]
+    with connect(secured.ws) as ws:
+        send(ws, type="config", voice=PIPER)
+        assert recv_json(ws)["code"] == "unauthorized"
+        assert close_code(ws) == 4001
+    with connect(secured.ws + "?api_key=wrong") as ws:
+        assert close_code(ws) == 4001
+    for url, headers, first in (
+        (secured.ws + "?api_key=ws-key", None, {}),
+        (secured.ws, {"Authorization": "Bearer ws-key"}, {}),
+        (secured.ws, None, {"api_key": "ws-key"}),
+    ):
+        with connect(url, additional_headers=headers) as ws:
+            send(ws, type="config", voice=PIPER, **first)
+            assert recv_json(ws)["type"] == "ready"
+
+
+def test_over_capacity_and_disconnect(make_server: object) -> None:
+    busy = make_server(max_streams=1, max_queue=0)  # type: ignore[operator]
+    with connect(busy.ws) as holder:
+        send(holder, type="text", text=" ".join(["Keep speaking this sentence again and again."] * 10))
+        send(holder, type="close")
+        assert recv_json(holder)["type"] == "ready"
+        assert recv_json(holder)["type"] == "chunk"
+        with connect(busy.ws) as refused:
+            assert recv_json(refused)["code"] == "overloaded"
+            assert close_code(refused) == 1013
+        assert busy.metric("voxserve_active_streams") == 1.0
+    deadline = time.monotonic() + 3
+    while busy.metric("voxserve_active_streams") != 0.0 or busy.state.service._live:
+        assert time.monotonic() < deadline, "stream still active after the client left"
+        time.sleep(0.05)
+
+
+def test_kokoro(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=KOKORO, format="pcm")
+        assert recv_json(ws)["sample_rate"] == 24000
+        send(ws, type="text", text=SHORT)
+        send(ws, type="close")
+        _, audio, done = utterance(ws, timeout=60)
+        assert 1.5 < done["audio_s"] < 4.5 and pcm_rms(audio) > 0.01

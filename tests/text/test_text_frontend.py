@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
+from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage
+from voxserve.settings import Settings
+from voxserve.text import Frontend, TextSegment
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t ", "\x00\x01\x02", "\u200b"])
+def test_empty_input(frontend: Frontend, text: str) -> None:
+    with pytest.raises(InvalidInput, match="input text is empty"):
+        frontend.phonemize(text, "en-us")
+
+
+@pytest.mark.parametrize("text", ["😀😀 🎉", "...!!!", "🙂 — 🙃"])
+def test_nothing_speakable(frontend: Frontend, text: str) -> None:
+    with pytest.raises(InvalidInput, match="nothing speakable"):
+        frontend.phonemize(text, "en-us")
+
+
+def test_unsupported_language_lists_supported(frontend: Frontend) -> None:
+    with pytest.raises(UnsupportedLanguage, match="supported: .*pt-br"):
+        frontend.phonemize("Hallo Welt", "de")
+
+
+def test_unknown_alphabet(frontend: Frontend) -> None:
+    with pytest.raises(InvalidInput, match="alphabet"):
+        frontend.phonemize("hello", "en-us", "arpabet")  # type: ignore[arg-type]
+
+
+def test_input_too_large(text_settings: Settings) -> None:
+    small = Frontend(text_settings.model_copy(update={"max_input_chars": 10}))
+    with pytest.raises(InputTooLarge):
+        small.phonemize("This is longer than ten characters.", "en-us")
+
+
+def test_control_characters_and_emoji_stripped(frontend: Frontend) -> None:
+    segments = frontend.phonemize("Hello\x07 wor\u200bld 😀!", "en-us")
+    assert segments[0].phonemes == "həlˈO wˈɜɹld!"
+
+
+def test_mixed_scripts_never_crash(frontend: Frontend) -> None:
+    for text in ["Привет, how are you?", "Hello 東京 and Σ world", "Ça va? Grüße aus Köln!"]:
+        segments = frontend.phonemize(text, "en-us")
+        assert segments
+        assert not set(" ".join(s.phonemes for s in segments)) - set(KOKORO_VOCAB)
+
+
+def test_segments_carry_boundaries(frontend: Frontend) -> None:
+    segments = frontend.phonemize("Sure, I can help with that. It will take a minute, or two, maybe more", "en-us")
+    assert segments[0].boundary == "sentence"
+    assert segments[-1].boundary == "none"
+
+
+def test_long_sentence_resplit_under_max_phonemes(frontend: Frontend) -> None:
+    text = " ".join(["This is a fairly long clause with many words in it, and it keeps going"] * 10) + "."
+    segments = frontend.phonemize(text, "en-us", max_phonemes=100)
+    assert len(segments) > 3
+    assert all(0 < len(s.phonemes) <= 100 for s in segments)
+    assert segments[-1].boundary == "sentence"
+    assert any(s.boundary == "clause" for s in segments)
+
+
+def test_kokoro_limit_holds_for_a_huge_sentence(frontend: Frontend) -> None:
+    text = "word " * 600
+    segments = frontend.phonemize(text, "en-us")
+    assert all(len(s.phonemes) <= 510 for s in segments)
+
+
+def test_phonemize_segment_from_the_incremental_segmenter(frontend: Frontend) -> None:
+    segmenter = frontend.segmenter()
+    segments = segmenter.push("Sure, I can help with that. Let me check") + segmenter.flush()
+    assert segments[0] == TextSegment("Sure, I can help with that.", "sentence")
+    phonemized = [p for s in segments for p in frontend.phonemize_segment(s, "en-us")]
+    assert [p.boundary for p in phonemized] == ["sentence", "none"]
+    assert frontend.phonemize_segment("🙂", "en-us") == []
+
+
+def test_concurrent_calls_are_safe(frontend: Frontend) -> None:
+    expected = {lang: frontend.phonemize(text, lang)[0].phonemes for lang, text in _THREAD_TEXTS.items()}
+    errors: list[BaseException] = []
+
+    def work(lang: str, text: str) -> None:
+        try:
+            for _ in range(10):
+                assert frontend.phonemize(text, lang)[0].phonemes == expected[lang]
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=item) for item in list(_THREAD_TEXTS.items()) * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+_THREAD_TEXTS = {"en-us": "The quick brown fox jumps.", "en-gb": "The lorry is red.", "zh": "你好，世界。", "fr": "Bonjour."}
+
+
+def test_lazy_construction(text_settings: Settings) -> None:
+    fresh = Frontend(text_settings)
+    assert not fresh._g2ps
+    fresh.phonemize("Bonjour.", "fr")
+    assert list(fresh._g2ps) == [("fr", "misaki")]

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from voxserve.text.segment import IncrementalSegmenter, TextSegment, count_words, split_sentences, split_text
+
+PARAGRAPH = (
+    "Sure, I can help with that. Dr. Smith paid $3.50 for 3.5 kg of apples, e.g. Fuji ones, at 9 a.m. yesterday. "
+    "The U.S. economy grew by 2.5% last year, and analysts expect more growth. Is that right? Yes! "
+    "Mr. J. K. Rowling wrote books, etc. Then she rested.\n"
+    "This is a very long sentence without much punctuation that keeps going and going because the speaker never "
+    "stops to breathe and it simply has to be cut somewhere at a word boundary because otherwise it would exceed "
+    "the maximum number of characters allowed in a segment which is quite small here for testing purposes only, ok. "
+    "今天天气很好，我们去公园散步吧。你觉得怎么样？好的！"
+)
+
+
+def llm_tokens(text: str, seed: int) -> list[str]:
+    """Split like an LLM stream: pieces of 1-4 characters, spaces glued to the next word."""
+    rng = random.Random(seed)
+    pieces: list[str] = []
+    i = 0
+    while i < len(text):
+        n = rng.randint(1, 4)
+        pieces.append(text[i : i + n])
+        i += n
+    return pieces
+
+
+def feed(segmenter: IncrementalSegmenter, pieces: list[str]) -> tuple[list[TextSegment], list[int]]:
+    out: list[TextSegment] = []
+    when: list[int] = []
+    for k, piece in enumerate(pieces):
+        got = segmenter.push(piece)
+        out.extend(got)
+        when.extend([k] * len(got))
+    out.extend(segmenter.flush())
+    return out, when
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_token_by_token_equals_batch(seed: int) -> None:
+    batch = split_text(PARAGRAPH, 6, 120)
+    streamed, _ = feed(IncrementalSegmenter(6, 120), llm_tokens(PARAGRAPH, seed))
+    assert streamed == batch
+    chars, _ = feed(IncrementalSegmenter(6, 120), list(PARAGRAPH))
+    assert chars == batch
+
+
+def test_batch_segments_cover_the_text_and_respect_the_limit() -> None:
+    segments = split_text(PARAGRAPH, 6, 120)
+    assert re.sub(r"\s+", "", "".join(s.text for s in segments)) == re.sub(r"\s+", "", PARAGRAPH)
+    assert all(len(s.text) <= 120 for s in segments)
+    texts = [s.text for s in segments]
+    assert texts[0] == "Sure, I can help with that."
+    # abbreviations, initials and decimals never end a segment
+    joined = "\n".join(texts)
+    for fragment in ("Dr. Smith", "3.5 kg", "e.g. Fuji", "U.S. economy", "J. K. Rowling", "9 a.m. yesterday"):
+        assert fragment in joined
+
+
+def test_never_splits_inside_a_word_or_number() -> None:
+    text = "Hello world 3.5 and 1,000,000 things supercalifragilistic " * 12
+    pieces = ["Hel", "lo", " wor", "ld", " 3", ".", "5", " and", " 1", ",000", ",000", " things", " supercali", "fragilistic "]
+    words = set(text.split())
+    seg = IncrementalSegmenter(3, 60)
+    out, _ = feed(seg, pieces * 12)
+    for s in out:
+        assert set(s.text.split()) <= words, s.text
+    assert out == split_text(text, 3, 60)
+
+
+def test_first_segment_is_short_at_a_clause() -> None:
+    seg = IncrementalSegmenter(first_segment_words=4, max_segment_chars=400)
+    out = seg.push("Well, I think that the answer, as far as I know, is yes. ")
+    assert out[0] == TextSegment("Well, I think that the answer,", "clause")
+
+
+def test_first_segment_hard_cut_without_punctuation() -> None:
+    seg = IncrementalSegmenter(first_segment_words=3, max_segment_chars=400)
+    out: list[TextSegment] = []
+    for word in "one two three four five six seven eight nine".split():
+        out += seg.push(word + " ")
+    assert out and out[0].boundary == "none"
+    assert out[0].text == "one two three four five six"
+
+
+def test_segment_emitted_as_soon_as_sentence_is_confirmed() -> None:
+    seg = IncrementalSegmenter(6, 400)
+    assert seg.push("Hi there.") == []  # could still be "there.com" or "3.5"
+    assert seg.push(" ") == [TextSegment("Hi there.", "sentence")]
+
+
+def test_later_segments_grow_by_merging_sentences() -> None:
+    text = " ".join(f"Sentence number {i} is here." for i in range(30))
+    segments = split_text(text, 6, 200)
+    lengths = [len(s.text) for s in segments]
+    assert lengths[0] < 40
+    assert max(lengths) <= 200
+    assert lengths[-2] > lengths[1]  # grows
+    assert all(s.boundary == "sentence" for s in segments)
+
+
+def test_long_sentence_split_at_clauses_then_words() -> None:
+    clauses = ", ".join(["this clause has exactly seven words in it"] * 8) + "."
+    segments = split_text("Start. " + clauses, 6, 100)
+    assert all(len(s.text) <= 100 for s in segments)
+    assert segments[1].boundary == "clause" and segments[1].text.endswith(",")
+    no_punct = " ".join(["word"] * 80) + "."
+    segments = split_text("Start. " + no_punct, 6, 100)
+    assert all(len(s.text) <= 100 for s in segments)
+    assert segments[1].boundary == "none"
+    assert all(set(s.text.rstrip(".").split()) <= {"word", "Start"} for s in segments)
+
+
+def test_cjk_punctuation_splits_sentences_and_clauses() -> None:
+    out = split_sentences("你好！今天天气很好，我们去散步吧。好的？嗯；对")
+    assert [s.text for s in out] == ["你好！", "今天天气很好，我们去散步吧。", "好的？", "嗯；对"]
+    seg = IncrementalSegmenter(first_segment_words=2, max_segment_chars=400)
+    got: list[TextSegment] = []
+    for ch in "今天天气很好，我们去散步吧。":
+        got += seg.push(ch)
+    assert got == [TextSegment("今天天气很好，", "clause")]
+    assert seg.flush() == [TextSegment("我们去散步吧。", "sentence")]
+
+
+def test_japanese_punctuation() -> None:
+    out = split_sentences("こんにちは。元気ですか？はい、元気です！")
+    assert [s.text for s in out] == ["こんにちは。", "元気ですか？", "はい、元気です！"]
+
+
+def test_inline_markup_is_never_split() -> None:
+    text = "Say [New York, please](/nˈu jˈɔɹk/) now. Then stop."
+    for first_words in (1, 6):
+        out, _ = feed(IncrementalSegmenter(first_words, 400), list(text))
+        assert any("[New York, please](/nˈu jˈɔɹk/)" in s.text for s in out), out
+    assert split_text(text, 6, 400)[0].text == "Say [New York, please](/nˈu jˈɔɹk/) now."
+
+
+def test_flush_resets_to_a_short_first_segment() -> None:
+    seg = IncrementalSegmenter(2, 400)
+    seg.push("One sentence here. Another one follows. ")
+    seg.flush()
+    assert seg.push("Hello there, friend, how are you? ") == [TextSegment("Hello there,", "clause")]
+
+
+def test_newline_ends_a_sentence() -> None:
+    assert [s.text for s in split_sentences("- first item\n- second item")] == ["- first item", "- second item"]
+
+
+def test_count_words() -> None:
+    assert count_words("hello there, world") == 3
+    assert count_words("你好世界") == 2
