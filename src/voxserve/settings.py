@@ -69,8 +69,8 @@ class Settings(BaseSettings):
     )
     first_segment_words: int = Field(default=6, ge=1, description="Words in the first text segment, at most.")
     max_segment_chars: int = Field(default=400, ge=40, description="Longest text segment sent to a model.")
-    sentence_pause_ms: int = Field(default=220, ge=0, le=2000)
-    clause_pause_ms: int = Field(default=90, ge=0, le=2000)
+    sentence_pause_ms: int = Field(default=420, ge=0, le=2000)
+    clause_pause_ms: int = Field(default=160, ge=0, le=2000)
     lookahead_s: float = Field(default=3.0, gt=0, description="Audio kept synthesized ahead of playback.")
     max_input_chars: int = Field(default=100_000, ge=1)
 

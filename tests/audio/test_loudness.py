@@ -71,3 +71,18 @@ def test_leading_silence_waits_for_speech() -> None:
     assert np.all(out == 0) and normalizer.gain_db == 0.0
     normalizer.process(speechlike(0.2, RATE, -30.0, seed=8))
     assert normalizer.gain_db > 5.0
+
+
+def test_a_peak_at_the_start_of_a_chunk_does_not_collapse_the_gain() -> None:
+    from voxserve.audio.loudness import LoudnessNormalizer
+
+    rate = 24_000
+    rng = np.random.default_rng(3)
+    norm = LoudnessNormalizer(rate)
+    quiet = (0.02 * rng.standard_normal(rate // 5)).astype(np.float32)
+    norm.process(quiet)  # sets a high gain for quiet speech
+    spiky = (0.02 * rng.standard_normal(rate // 5)).astype(np.float32)
+    spiky[0] = 0.99  # over the ceiling at the very first sample
+    norm.process(spiky)
+    after = norm.process((0.02 * rng.standard_normal(rate // 5)).astype(np.float32))
+    assert float(np.sqrt(np.mean(after**2))) > 0.02  # still audible, not pushed down by ~60 dB

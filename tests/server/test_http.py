@@ -25,7 +25,10 @@ def test_pcm_streams_chunked(server: RunningServer) -> None:
     pieces: list[tuple[float, int]] = []
     start = time.perf_counter()
     with httpx.stream(
-        "POST", server.base + "/v1/audio/speech", json={"input": LONG[:400], "voice": PIPER, "response_format": "pcm"}
+        "POST",
+        server.base + "/v1/audio/speech",
+        json={"input": LONG[:150], "voice": PIPER, "response_format": "pcm"},
+        timeout=60,
     ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"] == "audio/pcm"
@@ -35,7 +38,7 @@ def test_pcm_streams_chunked(server: RunningServer) -> None:
             pieces.append((time.perf_counter() - start, len(piece)))
     data_s = pcm_seconds(b"\0" * sum(n for _, n in pieces), rate)
     assert rate == 24000  # OpenAI's pcm rate by default, resampled from Piper's 22.05 kHz
-    assert data_s > 10
+    assert data_s > 6
     assert len(pieces) > 5
     # audio arrives as it is made: the first piece long before the last
     assert pieces[0][0] < pieces[-1][0] / 3

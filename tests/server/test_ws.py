@@ -161,7 +161,7 @@ def test_auth(make_server: object) -> None:
 
 def test_over_capacity_and_disconnect(make_server: object) -> None:
     busy = make_server(max_streams=1, max_queue=0)  # type: ignore[operator]
-    with connect(busy.ws) as holder:
+    with connect(busy.ws, close_timeout=0.5) as holder:
         send(holder, type="text", text=" ".join(["Keep speaking this sentence again and again."] * 10))
         send(holder, type="close")
         assert recv_json(holder)["type"] == "ready"

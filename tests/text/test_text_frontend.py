@@ -1,13 +1,14 @@
 from __future__ import annotations
 
+import random
 import threading
 
 import pytest
 
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
-from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage
+from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage, VoxError
 from voxserve.settings import Settings
-from voxserve.text import Frontend, TextSegment
+from voxserve.text import Alphabet, Frontend, TextSegment
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t ", "\x00\x01\x02", "\u200b"])
@@ -23,7 +24,7 @@ def test_nothing_speakable(frontend: Frontend, text: str) -> None:
 
 
 def test_unsupported_language_lists_supported(frontend: Frontend) -> None:
-    with pytest.raises(UnsupportedLanguage, match="supported: .*pt-br"):
+    with pytest.raises(UnsupportedLanguage, match=r"supported: .*pt-br"):
         frontend.phonemize("Hallo Welt", "de")
 
 
@@ -99,7 +100,12 @@ def test_concurrent_calls_are_safe(frontend: Frontend) -> None:
     assert not errors
 
 
-_THREAD_TEXTS = {"en-us": "The quick brown fox jumps.", "en-gb": "The lorry is red.", "zh": "你好，世界。", "fr": "Bonjour."}
+_THREAD_TEXTS = {
+    "en-us": "The quick brown fox jumps.",
+    "en-gb": "The lorry is red.",
+    "zh": "你好，世界。",
+    "fr": "Bonjour.",
+}
 
 
 def test_lazy_construction(text_settings: Settings) -> None:
@@ -107,3 +113,27 @@ def test_lazy_construction(text_settings: Settings) -> None:
     assert not fresh._g2ps
     fresh.phonemize("Bonjour.", "fr")
     assert list(fresh._g2ps) == [("fr", "misaki")]
+
+
+def test_random_input_never_crashes(frontend: Frontend, piper_symbols: frozenset[str]) -> None:
+    """Random mixtures of scripts, symbols, numbers and markup: only VoxErrors, always in-alphabet output."""
+    rng = random.Random(7)
+    alphabet = [
+        *"abc xyz ABC 0123456789 .,;:!?-—'\"()[]/$€%&@+=#*_~<>\n\t",
+        "你", "好", "。", "，", "こ", "ん", "東", "é", "ñ", "П", "р", "Σ", "😀", "\u200b", "\x00", "न", "한",
+        "[x](/ab/)", "3.5", "1,000", "$5", "12/25/2024", "3:30pm", "http://a.b/c", "e.g.", "Dr.",
+    ]  # fmt: skip
+    langs = ["en-us", "en-gb", "zh", "ja", "fr", "hi"]
+    for _ in range(150):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 50)))
+        lang = rng.choice(langs)
+        kind: Alphabet = "espeak" if lang == "en-us" and rng.random() < 0.3 else "misaki"
+        limit = rng.choice([30, 510])
+        symbols = piper_symbols if kind == "espeak" else frozenset(KOKORO_VOCAB)
+        try:
+            segments = frontend.phonemize(text, lang, kind, max_phonemes=limit)
+        except VoxError:
+            continue
+        for segment in segments:
+            assert segment.phonemes and len(segment.phonemes) <= limit
+            assert not set(segment.phonemes) - symbols, (text, segment.phonemes)

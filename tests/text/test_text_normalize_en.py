@@ -9,7 +9,10 @@ CASES = [
     ("I have 42 apples.", "I have forty two apples."),
     ("It is 3.14 wide.", "It is three point one four wide."),
     ("It was -5 outside.", "It was minus five outside."),
-    ("About 1,234,567 people.", "About one million two hundred and thirty four thousand five hundred and sixty seven people."),
+    (
+        "About 1,234,567 people.",
+        "About one million two hundred and thirty four thousand five hundred and sixty seven people.",
+    ),
     ("In 1999 and 2024.", "In nineteen ninety nine and twenty twenty four."),
     ("Only 0.5 left", "Only zero point five left"),
     # money

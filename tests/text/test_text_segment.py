@@ -64,7 +64,22 @@ def test_batch_segments_cover_the_text_and_respect_the_limit() -> None:
 
 def test_never_splits_inside_a_word_or_number() -> None:
     text = "Hello world 3.5 and 1,000,000 things supercalifragilistic " * 12
-    pieces = ["Hel", "lo", " wor", "ld", " 3", ".", "5", " and", " 1", ",000", ",000", " things", " supercali", "fragilistic "]
+    pieces = [
+        "Hel",
+        "lo",
+        " wor",
+        "ld",
+        " 3",
+        ".",
+        "5",
+        " and",
+        " 1",
+        ",000",
+        ",000",
+        " things",
+        " supercali",
+        "fragilistic ",
+    ]
     words = set(text.split())
     seg = IncrementalSegmenter(3, 60)
     out, _ = feed(seg, pieces * 12)
@@ -82,7 +97,7 @@ def test_first_segment_is_short_at_a_clause() -> None:
 def test_first_segment_hard_cut_without_punctuation() -> None:
     seg = IncrementalSegmenter(first_segment_words=3, max_segment_chars=400)
     out: list[TextSegment] = []
-    for word in "one two three four five six seven eight nine".split():
+    for word in ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]:
         out += seg.push(word + " ")
     assert out and out[0].boundary == "none"
     assert out[0].text == "one two three four five six"

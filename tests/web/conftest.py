@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -45,12 +44,10 @@ class ServerProcess:
     def __init__(self, env: dict[str, str], log: Path) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        full = {**os.environ, **env, "VOXSERVE_HOST": "127.0.0.1", "VOXSERVE_PORT": str(self.port)}
-        full.setdefault("VOXSERVE_GRPC_PORT", "0")
+        fixed = {"VOXSERVE_HOST": "127.0.0.1", "VOXSERVE_PORT": str(self.port), "VOXSERVE_GRPC_PORT": "0"}
+        full = {**os.environ, "VOXSERVE_API_KEYS": "[]", **env, **fixed}
         self._log = log.open("wb")
         cmd = [sys.executable, str(LAUNCHER)]
-        if os.environ.get("VOXWEB_STUB"):  # TEMPORARY development aid
-            cmd = [sys.executable, str(LAUNCHER.parent / "stub_server.py"), str(self.port)]
         self.proc = subprocess.Popen(cmd, env=full, stdout=self._log, stderr=self._log)
         self.log_path = log
 
@@ -60,8 +57,7 @@ class ServerProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
             try:
-                probe = "/v1/voices" if os.environ.get("VOXWEB_STUB") else "/readyz"
-                if httpx.get(self.url + probe, timeout=1.0).status_code == 200:
+                if httpx.get(self.url + "/readyz", timeout=1.0).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
@@ -105,7 +101,7 @@ def launch(tmp_path: Path, model_store: object) -> Iterator[Callable[..., Server
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     sync_api = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists() and not shutil.which("chromium"):
+    if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is not installed (make system-deps)")
     with sync_api.sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -117,4 +117,7 @@ class LoudnessNormalizer:
         if not over.any():
             return end
         allowed = start + (self._peak / np.maximum(magnitude[over], _EPS) - start) / t[over]
-        return float(max(min(end, float(allowed.min())), 1e-3))
+        # A peak right at the chunk start can't be fixed by the end gain (the clip below catches it);
+        # never let one such sample slam the gain down: the limiter may cut at most 6 dB per chunk.
+        floor = 0.5 * min(start, end)
+        return float(max(min(end, float(allowed.min())), floor))

@@ -1,18 +1,25 @@
 """Model-level streaming for Kokoro: run the front once per sentence, then decode audio in windows.
 
-Uses the three graphs made by :func:`voxserve.models.graphs.build_split_graphs`:
+Uses the graphs made by :func:`voxserve.models.graphs.build_split_graphs`:
 
-1. ``front`` (tokens → per-token durations and features), then our own alignment in numpy (so pad
-   durations can be capped), then ``prosody`` (aligned content, F0 and energy over the whole sentence);
-2. ``decoder`` run on windows of frames with context on both sides. The harmonic source's phase is
-   carried across windows by feeding each window the cumulative phase of the frames before it
-   (``phase0``), computed here from F0 exactly as the graph does; windows are joined with a short
-   crossfade inside the overlap.
+1. ``front`` (tokens → per-token durations and features), our own alignment in numpy (so pad durations
+   can be capped), ``prosody`` (aligned content, F0 and energy over the whole sentence) and ``stats``
+   (whole-sentence statistics of the decoder's frame-rate instance norms; cheap);
+2. ``decoder`` on windows of frames with context on both sides, cropped and crossfaded.
+
+Two things make a window differ from the same frames of a whole-sentence decode:
+
+* the harmonic source integrates F0 into a phase: each window gets the cumulative phase of the frames
+  before it (``phase0``), computed here from F0 exactly as the graph does;
+* the decoder's 54 instance norms average over time: the frame-rate ones get the whole-sentence
+  statistics, the vocoder ones the running means of the windows decoded so far. This is an
+  approximation; with the int8 graph, tiny input changes already move the output by the dynamic
+  quantization's noise, so windowed audio is compared with PESQ/STOI, not sample by sample.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +29,7 @@ import numpy.typing as npt
 from voxserve.engines.onnx import SessionFactory
 from voxserve.engines.windowing import CrossfadeJoiner, Window, plan_windows
 from voxserve.errors import InvalidInput
-from voxserve.types import EngineAudio, FloatAudio
+from voxserve.types import EngineAudio
 
 SAMPLE_RATE = 24_000
 HOP = 600  # samples per decoder frame (25 ms)
@@ -31,20 +38,24 @@ SOURCE_UPSAMPLE = 300  # samples per F0 value; the graph scales the cumulative p
 HARMONICS = np.arange(1, 10, dtype=np.float32)  # fundamental + 8 overtones
 MAX_TOKENS = 512  # including the two pads
 
+Array = npt.NDArray[np.float32]
+
 
 @dataclass(frozen=True, eq=False)
 class KokoroFront:
     """Everything the decoder needs for one sentence, plus its durations.
 
     ``durations`` holds frames per token, pads included (first and last entries).
-    ``content`` is [1, 512, F]; ``f0`` and ``energy`` are [1, 2F]; ``style`` is [1, 256].
+    ``content`` is [1, 512, F]; ``f0`` and ``energy`` are [1, 2F]; ``style`` is [1, 256];
+    ``frame_stats`` maps ``stat_in_<k>`` to whole-sentence means of the decoder's frame-rate norms.
     """
 
     durations: npt.NDArray[np.int64]
-    content: FloatAudio
-    f0: FloatAudio
-    energy: FloatAudio
-    style: FloatAudio
+    content: Array
+    f0: Array
+    energy: Array
+    style: Array
+    frame_stats: Mapping[str, Array]
 
     @property
     def frames(self) -> int:
@@ -56,7 +67,7 @@ class KokoroFront:
         return (self.durations[1:-1] * HOP).astype(np.int64)
 
 
-def alignment_matrix(durations: npt.NDArray[np.int64]) -> FloatAudio:
+def alignment_matrix(durations: npt.NDArray[np.int64]) -> Array:
     """One-hot [1, tokens, frames] matrix repeating token ``i`` for ``durations[i]`` frames."""
     frames = int(durations.sum())
     owner = np.repeat(np.arange(len(durations)), durations)
@@ -65,7 +76,7 @@ def alignment_matrix(durations: npt.NDArray[np.int64]) -> FloatAudio:
     return matrix
 
 
-def source_phase(f0: FloatAudio) -> npt.NDArray[np.float64]:
+def source_phase(f0: Array) -> npt.NDArray[np.float64]:
     """Cumulative harmonic-source phase after each F0 value, [2F, 9], in the graph's unit.
 
     Mirrors the graph: per-sample phase increment ``frac(f0 * k / 24000)`` for harmonics k=1..9, summed
@@ -74,14 +85,39 @@ def source_phase(f0: FloatAudio) -> npt.NDArray[np.float64]:
     inc = f0.reshape(-1, 1).astype(np.float32) * HARMONICS / np.float32(SAMPLE_RATE)
     inc = inc - np.floor(inc)
     total = np.cumsum(inc.astype(np.float64), axis=0)
-    return np.mod(total * SOURCE_UPSAMPLE, 1.0) / SOURCE_UPSAMPLE
+    return np.asarray(np.mod(total * SOURCE_UPSAMPLE, 1.0) / SOURCE_UPSAMPLE, dtype=np.float64)
+
+
+class _VocoderStats:
+    """Frame-weighted running means of the vocoder's instance-norm statistics over decoded windows."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.frames = 0
+        self.sums: dict[str, npt.NDArray[np.float64]] = {}
+
+    def add(self, means: Mapping[str, Array], frames: int) -> None:
+        for name in self.names:
+            value = np.asarray(means[name], dtype=np.float64) * frames
+            self.sums[name] = self.sums[name] + value if name in self.sums else value
+        self.frames += frames
+
+    def feeds(self, window_frames: int) -> dict[str, Array]:
+        if not self.frames:
+            return {name: np.zeros((1, 1, 1), dtype=np.float32) for name in self.names} | {
+                "mix_vocoder": np.zeros(1, dtype=np.float32)
+            }
+        out = {name: (self.sums[name] / self.frames).astype(np.float32) for name in self.names}
+        out["mix_vocoder"] = np.array([self.frames / (self.frames + window_frames)], dtype=np.float32)
+        return out
 
 
 class KokoroStreamer:
     """Front + windowed decoder for Kokoro v1.0, from split graphs in ``graph_dir``.
 
     ``context_frames`` frames of context are decoded on each side of a window and cropped;
-    ``crossfade_ms`` of the overlap is crossfaded (it must fit in the context).
+    ``crossfade_ms`` of the overlap is crossfaded (it must fit in the context). ``carry_phase`` and
+    ``sentence_stats``/``running_stats`` switch the two corrections off for measurements.
     """
 
     def __init__(
@@ -89,21 +125,32 @@ class KokoroStreamer:
         factory: SessionFactory,
         graph_dir: Path,
         *,
-        context_frames: int = 8,
+        context_frames: int = 16,
         crossfade_ms: float = 5.0,
         carry_phase: bool = True,
+        sentence_stats: bool = True,
+        running_stats: bool = True,
     ) -> None:
         self.front_session = factory.create(graph_dir / "kokoro_front.onnx")
         self.prosody_session = factory.create(graph_dir / "kokoro_prosody.onnx")
+        self.stats_session = factory.create(graph_dir / "kokoro_stats.onnx")
         self.decoder_session = factory.create(graph_dir / "kokoro_decoder.onnx")
         self.context_frames = context_frames
-        self.crossfade = int(round(crossfade_ms * SAMPLE_RATE / 1000))
+        self.crossfade = round(crossfade_ms * SAMPLE_RATE / 1000)
         if self.crossfade > context_frames * HOP:
             raise InvalidInput(f"crossfade of {crossfade_ms} ms does not fit in {context_frames} context frames")
         self.carry_phase = carry_phase
+        self.sentence_stats = sentence_stats
+        self.running_stats = running_stats
+        self._stat_outputs = [o.name for o in self.stats_session.get_outputs()]
+        frame_names = {name.replace("stat_out_", "stat_in_") for name in self._stat_outputs}
+        stat_inputs = [i.name for i in self.decoder_session.get_inputs() if i.name.startswith("stat_in_")]
+        self._frame_names = sorted(frame_names)
+        self._vocoder_names = sorted(set(stat_inputs) - frame_names)
+        self._outputs = ["audio", *(name.replace("stat_in_", "stat_out_") for name in self._vocoder_names)]
 
     def front(
-        self, token_ids: npt.NDArray[np.int64], style: FloatAudio, speed: float = 1.0, *, max_pad_frames: int | None = None
+        self, token_ids: npt.NDArray[np.int64], style: Array, speed: float = 1.0, *, max_pad_frames: int | None = None
     ) -> KokoroFront:
         """Durations and decoder inputs for one sentence.
 
@@ -134,29 +181,48 @@ class KokoroStreamer:
                 "style": style,
             },
         )
-        return KokoroFront(durations=durations, content=content, f0=f0, energy=energy, style=style)
+        stats = self.stats_session.run(
+            self._stat_outputs, {"style": style, "content": content, "f0": f0, "energy": energy}
+        )
+        frame_stats = {
+            name.replace("stat_out_", "stat_in_"): value for name, value in zip(self._stat_outputs, stats, strict=True)
+        }
+        return KokoroFront(durations, content, f0, energy, style, frame_stats)
 
-    def decode(self, front: KokoroFront, start: int = 0, end: int | None = None) -> FloatAudio:
-        """Decode frames ``[start, end)`` as one call (no context): the monolithic audio when whole."""
+    def decode(self, front: KokoroFront, start: int = 0, end: int | None = None) -> Array:
+        """Decode frames ``[start, end)`` in one call with the window's own statistics.
+
+        Over the whole sentence this is the monolithic graph's audio, sample for sample.
+        """
         end = front.frames if end is None else end
-        return self._run(front, Window(start, end, start, end), None)
+        audio, _ = self._run(front, Window(start, end, start, end), None, None, mix_frame=0.0)
+        return audio
 
-    def _run(self, front: KokoroFront, window: Window, phase: npt.NDArray[np.float64] | None) -> FloatAudio:
+    def _run(
+        self,
+        front: KokoroFront,
+        window: Window,
+        phase: npt.NDArray[np.float64] | None,
+        running: _VocoderStats | None,
+        mix_frame: float,
+    ) -> tuple[Array, dict[str, Array]]:
         a, b = window.ctx_start, window.ctx_end
         phase0 = np.zeros((1, 1, 9), dtype=np.float32)
         if phase is not None and a > 0:
             phase0[0, 0] = phase[a * F0_PER_FRAME - 1].astype(np.float32)
-        (audio,) = self.decoder_session.run(
-            None,
-            {
-                "style": front.style,
-                "content": np.ascontiguousarray(front.content[:, :, a:b]),
-                "f0": np.ascontiguousarray(front.f0[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
-                "energy": np.ascontiguousarray(front.energy[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
-                "phase0": phase0,
-            },
-        )
-        return np.asarray(audio, dtype=np.float32).reshape(-1)
+        feeds: dict[str, Array] = {
+            "style": front.style,
+            "content": np.ascontiguousarray(front.content[:, :, a:b]),
+            "f0": np.ascontiguousarray(front.f0[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
+            "energy": np.ascontiguousarray(front.energy[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
+            "phase0": phase0,
+            "mix_frame": np.array([mix_frame], dtype=np.float32),
+        }
+        feeds.update(front.frame_stats)
+        feeds.update((running or _VocoderStats(self._vocoder_names)).feeds(b - a))
+        audio, *own = self.decoder_session.run(self._outputs, feeds)
+        means = dict(zip(self._vocoder_names, own, strict=True))
+        return np.asarray(audio, dtype=np.float32).reshape(-1), means
 
     def decode_windows(
         self, front: KokoroFront, first_window_frames: int = 10, window_frames: int = 60
@@ -169,16 +235,19 @@ class KokoroStreamer:
         """
         lead = int(front.durations[0])
         tail = int(front.durations[-1])
-        windows = plan_windows(
-            front.frames, lead + first_window_frames, window_frames, self.context_frames, self.context_frames
-        )
+        ctx = self.context_frames
+        windows = plan_windows(front.frames, lead + first_window_frames, window_frames, ctx, ctx)
         phase = source_phase(front.f0) if self.carry_phase else None
+        running = _VocoderStats(self._vocoder_names) if self.running_stats else None
+        mix_frame = 1.0 if self.sentence_stats and len(windows) > 1 else 0.0
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         for i, window in enumerate(windows):
-            piece = joiner.push(window, self._run(front, window, phase))
+            audio, means = self._run(front, window, phase, running, mix_frame)
+            if running is not None:
+                running.add(means, window.ctx_end - window.ctx_start)
             first, last = i == 0, i == len(windows) - 1
             yield EngineAudio(
-                samples=piece,
+                samples=joiner.push(window, audio),
                 sample_rate=SAMPLE_RATE,
                 first=first,
                 last=last,

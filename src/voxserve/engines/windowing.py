@@ -9,6 +9,7 @@ of a whole-sentence decode.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,9 +43,7 @@ def plan_windows(frames: int, first: int, size: int, left: int, right: int) -> l
     bounds.append(frames)
     if len(bounds) > 2 and bounds[-1] - bounds[-2] < size // 2 and bounds[-2] != min(first, frames):
         del bounds[-2]
-    return [
-        Window(a, b, max(0, a - left), min(frames, b + right)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-    ]
+    return [Window(a, b, max(0, a - left), min(frames, b + right)) for a, b in itertools.pairwise(bounds)]
 
 
 def fade_curves(length: int) -> tuple[FloatAudio, FloatAudio]:

@@ -8,9 +8,16 @@ Kokoro (StyleTTS 2 + iSTFTNet) is cut into three graphs:
 * ``kokoro_prosody.onnx``: ``prosody_features``, ``content_features``, ``alignment`` ([1, T, F], one-hot
   token → frame matrix built by the caller from durations), ``style`` → ``content`` ([1, 512, F]),
   ``f0`` and ``energy`` ([1, 2F]). The caller owns the alignment, so it can cap pad durations or add pauses.
-* ``kokoro_decoder.onnx``: ``style``, ``content``, ``f0``, ``energy``, ``phase0`` ([1, 1, 9]) → ``audio``.
+* ``kokoro_stats.onnx``: ``style``, ``content``, ``f0``, ``energy`` → ``stat_out_<k>`` for the decoder's
+  frame-rate instance norms (cheap: ~2 % of the decoder), run once per sentence.
+* ``kokoro_decoder.onnx``: ``style``, ``content``, ``f0``, ``energy``, ``phase0`` ([1, 1, 9]),
+  ``mix_frame``, ``mix_vocoder`` ([1]) and ``stat_in_<k>`` → ``audio`` and ``stat_out_<k>``.
   ``phase0`` is added to the harmonic source's cumulative phase (in the graph's own unit: cycles/300), so a
-  window can continue the phase of the frames before it; zeros reproduce the monolithic graph.
+  window can continue the phase of the frames before it. The decoder's 54 instance norms normalize over
+  time, so a window alone gets different statistics than the whole sentence; ``stat_in``/``stat_out``
+  (see :func:`add_stat_inputs`) let a window use whole-sentence statistics where they are cheap and
+  the running means of earlier windows elsewhere. ``phase0 = 0`` and both mixes 0 reproduce the
+  monolithic graph exactly.
 
 Piper (VITS) is cut into two: ``piper_front.onnx`` (``input``, ``input_lengths``, ``scales`` → ``latent``
 [1, 192, F] and ``durations`` [1, 1, P]) and ``piper_decoder.onnx`` (``latent`` → ``audio``).
@@ -22,7 +29,6 @@ order follow the source, so a build is byte-for-byte reproducible and its hashes
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +37,24 @@ import onnx
 from onnx import TensorProto, helper
 
 from voxserve.errors import ModelError
+from voxserve.models.fileio import sha256_file
 
 KOKORO_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
-PIPER_JOE_SHA256 = "unknown"  # filled in by :data:`KNOWN_HASHES` keys below
+PIPER_JOE_SHA256 = "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06"
 
 # sha256 of the source model → sha256 of each built file (checked after every build).
-KNOWN_HASHES: dict[str, dict[str, str]] = {}
+KNOWN_HASHES: dict[str, dict[str, str]] = {
+    KOKORO_SHA256: {
+        "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",
+        "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
+        "kokoro_stats.onnx": "91f88f4076f48b032d66a8be9f37c0dc31872ed316e13587f137f3132d39a674",
+        "kokoro_decoder.onnx": "594619177ded4ddb254080c2d9b4bc3de2adeccaa281863f17cf8e9c2c3a8c7c",
+    },
+    PIPER_JOE_SHA256: {
+        "piper_front.onnx": "f61b8ac0b5c99ed701467bb4ffd556e222ba420098defbde52ba8f9e19919e63",
+        "piper_decoder.onnx": "544ef686dae8cda69b6af3bc31c1d5eabff2284cf51cffc95b80c298b9472951",
+    },
+}
 
 _PHASE_ADD = "/voxserve/phase0_add"
 _CUMSUM = "/decoder/decoder/generator/m_source/l_sin_gen/CumSum"
@@ -125,14 +143,6 @@ PIPER_CUTS = (
 )
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def extract(model: onnx.ModelProto, cut: Cut) -> onnx.ModelProto:
     """Return the part of ``model`` computing ``cut.outputs`` from ``cut.inputs``, with I/O renamed."""
     graph = model.graph
@@ -203,6 +213,66 @@ def add_phase_input(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
+def _is_frame_rate(node: onnx.NodeProto) -> bool:
+    """Instance norms of the decoder's encode/decode blocks run at frame rate (cheap); the rest are the vocoder's."""
+    return "/generator/" not in node.name
+
+
+def time_means(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    """The decoder's ``ReduceMean`` nodes over time (two per instance norm), in graph order."""
+    return [node for node in model.graph.node if node.op_type == "ReduceMean"]
+
+
+def add_stat_inputs(model: onnx.ModelProto) -> None:
+    """Let each time-axis mean of the decoder be blended with a statistic given from outside.
+
+    The decoder's 54 instance norms average over time, so a window alone normalizes differently from the
+    whole sentence. Mean ``k`` (computed over the window) becomes ``m + (stat_in_<k> - m) * mix`` where
+    ``mix`` is input ``mix_frame`` for the frame-rate blocks and ``mix_vocoder`` for the vocoder; the
+    window's own means are outputs ``stat_out_<k>``. With both mixes 0 the graph computes exactly what
+    it did before; with ``mix_frame = 1`` and whole-sentence statistics from ``kokoro_stats.onnx`` the
+    frame-rate blocks normalize as in a whole-sentence decode.
+    """
+    graph = model.graph
+    for mix in ("mix_frame", "mix_vocoder"):
+        graph.input.append(helper.make_tensor_value_info(mix, F32, [1]))
+    nodes: list[onnx.NodeProto] = []
+    count = 0
+    for node in graph.node:
+        if node.op_type != "ReduceMean":
+            nodes.append(node)
+            continue
+        k = count
+        blended = node.output[0]
+        own, prior = f"stat_out_{k}", f"stat_in_{k}"
+        mix = "mix_frame" if _is_frame_rate(node) else "mix_vocoder"
+        node.output[0] = own
+        graph.input.append(helper.make_tensor_value_info(prior, F32, [1, f"stat_{k}_channels", 1]))
+        graph.output.append(helper.make_tensor_value_info(own, F32, [1, f"stat_{k}_channels", 1]))
+        delta, shift = f"/voxserve/stat_{k}_delta", f"/voxserve/stat_{k}_shift"
+        nodes += [
+            node,
+            helper.make_node("Sub", [prior, own], [delta], name=f"/voxserve/stat_{k}_sub"),
+            helper.make_node("Mul", [delta, mix], [shift], name=f"/voxserve/stat_{k}_mul"),
+            helper.make_node("Add", [own, shift], [blended], name=f"/voxserve/stat_{k}_add"),
+        ]
+        count += 1
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
+def stats_cut(decoder: onnx.ModelProto) -> Cut:
+    """The part of the decoder computing its frame-rate instance-norm means (``stat_out_<k>``)."""
+    inputs = tuple(p for p in KOKORO_CUTS[2].inputs)
+    renamed = tuple(Port(p.name, p.name, p.dtype, p.shape) for p in inputs)
+    outputs = tuple(
+        Port(node.output[0], f"stat_out_{k}", F32, (1, f"stat_{k}_channels", 1))
+        for k, node in enumerate(time_means(decoder))
+        if _is_frame_rate(node)
+    )
+    return Cut("kokoro_stats.onnx", renamed, outputs)
+
+
 def _write(model: onnx.ModelProto, path: Path) -> None:
     data = model.SerializeToString(deterministic=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -235,13 +305,17 @@ def build_split_graphs(model_path: Path, out_dir: Path, *, verify_hashes: bool =
     paths: list[Path] = []
     hashes: dict[str, str] = {}
     for cut in cuts:
-        part = extract(model, cut)
+        parts = [(cut.filename, extract(model, cut))]
         if cut.filename == "kokoro_decoder.onnx":
-            part = add_phase_input(part)
-        path = out_dir / cut.filename
-        _write(part, path)
-        hashes[cut.filename] = sha256_file(path)
-        paths.append(path)
+            decoder = add_phase_input(parts[0][1])
+            stats = stats_cut(decoder)
+            parts.insert(0, (stats.filename, extract(decoder, stats)))
+            add_stat_inputs(decoder)
+        for filename, part in parts:
+            path = out_dir / filename
+            _write(part, path)
+            hashes[filename] = sha256_file(path)
+            paths.append(path)
     expected = KNOWN_HASHES.get(source_hash)
     if verify_hashes and expected is not None:
         wrong = [name for name, digest in hashes.items() if expected.get(name) != digest]

@@ -39,8 +39,8 @@ class SessionConfig:
     chunk_ms: int = 200
     first_segment_words: int = 6
     max_segment_chars: int = 400
-    sentence_pause_ms: int = 220
-    clause_pause_ms: int = 90
+    sentence_pause_ms: int = 420
+    clause_pause_ms: int = 160
     lookahead_s: float = 3.0
     max_input_chars: int = 100_000
     first_window_s: float = 0.25
@@ -92,6 +92,7 @@ class SynthesisSession:
         self._t_first_audio: float | None = None
         self._compute_s = 0.0
         self._words: list[WordTiming] = []
+        self.join_positions: list[int] = []  # stream samples where one segment's audio meets the next
         self._samples_out = 0
         self._chunks = 0
         self._task = asyncio.get_running_loop().create_task(self._produce())
@@ -189,7 +190,9 @@ class SynthesisSession:
                     break
                 assert isinstance(segment, TextSegment)
                 await self._speak(segment)
-            if self._samples_out == 0 and self._chars:
+            if self._samples_out == 0:
+                if not self._chars:
+                    raise InvalidInput("input text is empty: nothing speakable was sent")
                 raise InvalidInput("input text has nothing speakable (only symbols, punctuation or emoji)")
             await self._emit(self._loudness.process(self._joiner.finish()), final=True)
             await self._out.put(_END)
@@ -264,6 +267,8 @@ class SynthesisSession:
                     tail=piece.tail if piece.last else None,
                 )
                 audio = self._loudness.process(joined.audio)
+                if piece.first and joined.span.out_start > 0:
+                    self.join_positions.append(joined.span.out_start)
                 if self.params.word_timings and piece.first and piece.phoneme_durations is not None:
                     lead = piece.lead_in or 0
                     rate = self.sample_rate

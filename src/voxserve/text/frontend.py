@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage

@@ -52,14 +52,19 @@ def _is_cjk(ch: str) -> bool:
     return bool(_CJK_CHAR.match(ch))
 
 
-def count_words(text: str) -> int:
-    """Whitespace-separated words; two Chinese/Japanese characters count as one word."""
-    total = 0
-    cjk = 0
+def _word_parts(text: str) -> tuple[int, int]:
+    """(non-CJK words, CJK characters) of ``text``."""
+    latin = cjk = 0
     for token in text.split():
         cjk += len(_CJK_CHAR.findall(token))
-        total += 1 if any(c.isalnum() and not _is_cjk(c) for c in token) else 0
-    return total + (cjk + 1) // 2
+        latin += 1 if any(c.isalnum() and not _is_cjk(c) for c in token) else 0
+    return latin, cjk
+
+
+def count_words(text: str) -> int:
+    """Whitespace-separated words; two Chinese/Japanese characters count as one word."""
+    latin, cjk = _word_parts(text)
+    return latin + (cjk + 1) // 2
 
 
 def _markup_end(buf: str, start: int, final: bool) -> int | None:
@@ -245,11 +250,14 @@ class IncrementalSegmenter:
 
     def _first_step(self, events: list[_Event], out: list[TextSegment]) -> bool:
         need = self.first_segment_words
+        latin = cjk = previous = 0
         for event in events:
             if event.kind == "sentence":
                 self._emit(out, self._take(event.pos), "sentence")
                 return True
-            words = count_words(self._buf[: event.pos])
+            more_latin, more_cjk = _word_parts(self._buf[previous : event.pos])
+            latin, cjk, previous = latin + more_latin, cjk + more_cjk, event.pos
+            words = latin + (cjk + 1) // 2
             if event.kind == "clause" and words >= need:
                 self._emit(out, self._take(event.pos), "clause")
                 return True

@@ -1,10 +1,14 @@
 // The playground page: wires the controls to the stream, the player and the captions.
 
-import { apiKey, fetchVoices, httpBase, languageName, setApiKey, speechRequest, synthesizeFile } from "./api.js";
+import { apiKey, fetchVoices, httpBase, setApiKey, speechRequest } from "./api.js";
 import { Captions } from "./captions.js";
-import { Player, encodeWav, pcm16ToFloat, resample } from "./player.js";
-import { curlSnippet, pythonSnippet } from "./snippets.js";
+import { makeFile, saveFile } from "./download.js";
+import { Player, pcm16ToFloat } from "./player.js";
+import { Scope } from "./scope.js";
+import { copyFrom, curlSnippet, pythonSnippet } from "./snippets.js";
 import { Utterance } from "./stream.js";
+import { sampleText, tokens } from "./texts.js";
+import { describeVoice, fillVoiceSelect } from "./voices.js";
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -14,12 +18,6 @@ const el = {
   wave: $("wave"), level: $("level"), ttfa: $("m-ttfa"), rtf: $("m-rtf"), chunks: $("m-chunks"), audio: $("m-audio"),
   captions: $("captions"), format: $("format"), rateHz: $("rate-hz"), download: $("download"),
   link: $("download-link"), curl: $("snip-curl"), py: $("snip-py"), key: $("api-key"),
-};
-
-const SAMPLES = {
-  en: "Hello! This is how I sound. I hope you like it.", es: "¡Hola! Así es como sueno.",
-  fr: "Bonjour ! Voici ma voix.", it: "Ciao! Questa è la mia voce.", pt: "Olá! Esta é a minha voz.",
-  hi: "नमस्ते! मेरी आवाज़ ऐसी है।", ja: "こんにちは。これが私の声です。", zh: "你好！这是我的声音。",
 };
 
 // Page state, read by the end-to-end tests (and handy in the console).
@@ -69,37 +67,14 @@ async function loadVoices() {
   }
   const wanted = el.voice.value || sessionStorage.getItem("voxserve.voice") || "af_heart";
   voices.clear();
-  el.voice.replaceChildren();
-  const groups = new Map();
-  for (const v of list) {
-    voices.set(v.id, v);
-    if (!groups.has(v.lang)) groups.set(v.lang, []);
-    groups.get(v.lang).push(v);
-  }
-  const byName = [...groups.keys()].sort((a, b) => languageName(a).localeCompare(languageName(b)));
-  for (const lang of byName) {
-    const group = document.createElement("optgroup");
-    group.label = languageName(lang);
-    for (const v of groups.get(lang).sort((a, b) => a.id.localeCompare(b.id))) {
-      const extra = [v.name, v.gender, v.engine].filter(Boolean).join(", ");
-      group.append(new Option(extra ? `${v.id} (${extra})` : v.id, v.id));
-    }
-    el.voice.append(group);
-  }
-  if (voices.has(wanted)) el.voice.value = wanted;
+  for (const v of list) voices.set(v.id, v);
+  const languages = fillVoiceSelect(el.voice, list, wanted);
   state.voices = voices.size;
   state.voicesLoaded = true;
   clearError();
-  setStatus(`${voices.size} voices in ${groups.size} languages. Ready.`);
-  describeVoice();
+  setStatus(`${voices.size} voices in ${languages} languages. Ready.`);
+  el.voiceInfo.textContent = describeVoice(voices.get(el.voice.value));
   refreshSnippets();
-}
-
-function describeVoice() {
-  const v = voices.get(el.voice.value);
-  el.voiceInfo.textContent = v
-    ? `${languageName(v.lang)} · ${[v.gender, v.engine].filter(Boolean).join(" · ")}${v.sampleRate ? ` · ${v.sampleRate} Hz` : ""}`
-    : "";
 }
 
 // ---- streaming ----------------------------------------------------------------------------------
@@ -271,10 +246,6 @@ async function speak() {
 }
 
 // A pasted paragraph replayed as LLM-sized tokens at the chosen rate.
-export function tokens(text) {
-  return text.match(/\s*\S{1,5}|\s+$/g) ?? [];
-}
-
 async function replay(text) {
   const cur = await begin(text);
   if (!cur) return;
@@ -333,7 +304,7 @@ function finishLive() {
 
 async function speakSample() {
   const v = voices.get(el.voice.value);
-  const text = SAMPLES[(v?.lang ?? "en").slice(0, 2)] ?? SAMPLES.en;
+  const text = sampleText(v?.lang);
   const cur = await begin(text);
   if (!cur) return;
   sendText(cur, text);
@@ -367,78 +338,31 @@ function refreshSnippets() {
 
 async function download() {
   const format = el.format.value;
-  const rate = Number(el.rateHz.value) || null;
   clearError();
+  if (format !== "wav") setStatus(`Preparing ${format.toUpperCase()}…`);
   let blob;
   try {
-    if (format === "wav") {
-      const { samples, sampleRate } = player.recorded();
-      const out = await resample(samples, sampleRate, rate ?? sampleRate);
-      blob = encodeWav(out, rate ?? sampleRate);
-    } else {
-      setStatus(`Preparing ${format.toUpperCase()}…`);
-      blob = await synthesizeFile(currentRequestBody());
-    }
+    blob = await makeFile(format, Number(el.rateHz.value) || null, player.recorded(), currentRequestBody());
   } catch (err) {
     showError(err);
     return;
   }
-  const url = URL.createObjectURL(blob);
-  el.link.href = url;
-  el.link.download = `voxserve-${lastRequest?.voice ?? "speech"}.${format === "opus" ? "ogg" : format}`;
-  el.link.click();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  saveFile(el.link, blob, `voxserve-${lastRequest?.voice ?? "speech"}.${format === "opus" ? "ogg" : format}`);
   state.lastDownload = { format, bytes: blob.size, type: blob.type };
   setStatus(`Downloaded ${format.toUpperCase()} (${Math.round(blob.size / 1024)} KiB).`);
 }
 
-async function copy(button) {
-  const text = $(button.dataset.target).textContent;
-  try {
-    await navigator.clipboard.writeText(text);
-    button.textContent = "Copied";
-  } catch {
-    const range = document.createRange();
-    range.selectNodeContents($(button.dataset.target));
-    getSelection().removeAllRanges();
-    getSelection().addRange(range);
-    button.textContent = "Selected — press Ctrl+C";
-  }
-  setTimeout(() => (button.textContent = "Copy"), 2000);
-}
-
 // ---- meter, waveform, captions ------------------------------------------------------------------
 
-const scratch = new Float32Array(1024);
-const g = el.wave.getContext("2d");
+const scope = new Scope(el.wave, el.level);
 
 function tick() {
   const wasPlaying = state.playing;
   state.playing = player.playing;
   state.activeSources = player.activeSources;
   captions.update(player.now);
-  const level = state.playing ? player.sample(scratch) : 0;
-  el.level.value = Math.min(1, level * 3);
-  draw(state.playing);
-  if (wasPlaying && !state.playing) {
-    if (!state.active && !state.lastError && state.utterances) setStatus(el.status.textContent.replace("Done", "Played"));
-    updateButtons();
-  } else if (!wasPlaying && state.playing) updateButtons();
-}
-
-function draw(live) {
-  const { width, height } = el.wave;
-  g.clearRect(0, 0, width, height);
-  g.lineWidth = 2;
-  g.strokeStyle = getComputedStyle(el.wave).color;
-  g.beginPath();
-  for (let i = 0; i < scratch.length; i++) {
-    const x = (i / (scratch.length - 1)) * width;
-    const y = height / 2 - (live ? scratch[i] : 0) * height * 0.9;
-    if (i === 0) g.moveTo(x, y);
-    else g.lineTo(x, y);
-  }
-  g.stroke();
+  scope.render(player, state.playing);
+  if (wasPlaying !== state.playing) updateButtons();
 }
 
 // ---- wiring -------------------------------------------------------------------------------------
@@ -457,7 +381,7 @@ function init() {
   el.rate.addEventListener("input", () => (el.rateOut.textContent = `${el.rate.value} tokens/s`));
   el.voice.addEventListener("change", () => {
     sessionStorage.setItem("voxserve.voice", el.voice.value);
-    describeVoice();
+    el.voiceInfo.textContent = describeVoice(voices.get(el.voice.value));
     refreshSnippets();
   });
   for (const input of document.querySelectorAll('input[name="mode"]')) input.addEventListener("change", onModeChange);
@@ -471,7 +395,7 @@ function init() {
   el.stop.addEventListener("click", stop);
   el.sample.addEventListener("click", () => speakSample().catch(showError));
   el.download.addEventListener("click", download);
-  for (const b of document.querySelectorAll("button.copy")) b.addEventListener("click", () => copy(b));
+  for (const b of document.querySelectorAll("button.copy")) b.addEventListener("click", () => copyFrom(b, $(b.dataset.target)));
   const applyKey = () => {
     setApiKey(el.key.value.trim());
     refreshSnippets();

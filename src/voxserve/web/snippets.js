@@ -44,3 +44,18 @@ export function pythonSnippet(base, body, withKey) {
   );
   return lines.join("\n");
 }
+
+// Copy a snippet; where the clipboard is not available, select it for Ctrl+C instead.
+export async function copyFrom(button, source) {
+  try {
+    await navigator.clipboard.writeText(source.textContent);
+    button.textContent = "Copied";
+  } catch {
+    const range = document.createRange();
+    range.selectNodeContents(source);
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    button.textContent = "Selected: press Ctrl+C";
+  }
+  setTimeout(() => (button.textContent = "Copy"), 2000);
+}

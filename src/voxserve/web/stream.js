@@ -95,16 +95,15 @@ export class Utterance {
     }
   }
 
+  // The socket closed before "done" (or an error event): say why as well as the close code allows.
   closed(ev) {
     if (this.finished) return;
     if (!this.opened) {
       this.fail(new ServerError("unreachable", `cannot reach the server at ${location.host}`));
-    } else if (ev.code !== 1000 || !this.errored) {
-      const [code, text] = CLOSE_CODES[ev.code] ?? ["closed", "the server closed the stream early"];
-      const reason = ev.reason ? `${text}: ${ev.reason}` : `${text} (close code ${ev.code})`;
-      this.fail(new ServerError(code, reason));
+      return;
     }
-    this.finish();
+    const [code, text] = CLOSE_CODES[ev.code] ?? ["closed", "the server closed the stream early"];
+    this.fail(new ServerError(code, ev.reason ? `${text}: ${ev.reason}` : `${text} (close code ${ev.code})`));
   }
 
   fail(err) {

@@ -1,0 +1,141 @@
+"""Model-level streaming for Piper (VITS): run text encoder + duration predictor + flow once, decode in windows.
+
+Uses ``piper_front.onnx`` and ``piper_decoder.onnx`` from :func:`voxserve.models.graphs.build_split_graphs`.
+The front returns the latent ([1, 192, F], one frame = 256 samples) and the frames per phoneme id; the
+HiFi-GAN decoder is purely convolutional, so windows with enough context reproduce the whole-sentence
+audio to within float rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.windowing import CrossfadeJoiner, plan_windows
+from voxserve.errors import InvalidInput
+from voxserve.types import EngineAudio, FloatAudio
+
+HOP = 256  # samples per latent frame
+
+
+@dataclass(frozen=True, eq=False)
+class PiperFront:
+    """The latent of one sentence and its frames per phoneme id (BOS, pads and EOS included)."""
+
+    latent: FloatAudio
+    durations: npt.NDArray[np.int64]
+
+    @property
+    def frames(self) -> int:
+        return int(self.latent.shape[2])
+
+
+def symbol_samples(
+    ids: npt.NDArray[np.int64], durations: npt.NDArray[np.int64], pad: int = 0, bos: int = 1, eos: int = 2
+) -> tuple[npt.NDArray[np.int64], int, int]:
+    """Samples per phoneme symbol (each interspersed pad folded into the symbol before it).
+
+    Returns ``(per_symbol, lead_in, tail)``: the BOS id and the pad after it make the lead-in, EOS the tail.
+    """
+    per_symbol: list[int] = []
+    lead = tail = 0
+    for token, frames in zip(ids.tolist(), durations.tolist(), strict=True):
+        samples = int(frames) * HOP
+        if token == bos or (token == pad and not per_symbol):
+            lead += samples
+        elif token == eos:
+            tail += samples
+        elif token == pad:
+            per_symbol[-1] += samples
+        else:
+            per_symbol.append(samples)
+    return np.array(per_symbol, dtype=np.int64), lead, tail
+
+
+class PiperStreamer:
+    """Front + windowed HiFi-GAN decoder for a Piper voice, from split graphs in ``graph_dir``."""
+
+    def __init__(
+        self,
+        factory: SessionFactory,
+        graph_dir: Path,
+        sample_rate: int = 22_050,
+        *,
+        context_frames: int = 16,
+        crossfade_ms: float = 5.0,
+    ) -> None:
+        self.front_session = factory.create(graph_dir / "piper_front.onnx")
+        self.decoder_session = factory.create(graph_dir / "piper_decoder.onnx")
+        self.sample_rate = sample_rate
+        self.context_frames = context_frames
+        self.crossfade = round(crossfade_ms * sample_rate / 1000)
+        if self.crossfade > context_frames * HOP:
+            raise InvalidInput(f"crossfade of {crossfade_ms} ms does not fit in {context_frames} context frames")
+
+    def front(
+        self,
+        phoneme_ids: npt.NDArray[np.int64],
+        *,
+        length_scale: float = 1.0,
+        noise_scale: float = 0.667,
+        noise_w: float = 0.8,
+    ) -> PiperFront:
+        """Latent and durations for the full id sequence (BOS/pads/EOS as Piper lays them out).
+
+        Noise scales of 0 make the result deterministic (the graph's two random draws are scaled by them).
+        """
+        ids = np.asarray(phoneme_ids, dtype=np.int64).reshape(1, -1)
+        if ids.shape[1] == 0:
+            raise InvalidInput("Piper needs at least one phoneme id")
+        if length_scale <= 0:
+            raise InvalidInput(f"length scale must be positive, got {length_scale}")
+        latent, durations = self.front_session.run(
+            None,
+            {
+                "input": ids,
+                "input_lengths": np.array([ids.shape[1]], dtype=np.int64),
+                "scales": np.array([noise_scale, length_scale, noise_w], dtype=np.float32),
+            },
+        )
+        return PiperFront(latent=latent, durations=durations.reshape(-1).astype(np.int64))
+
+    def decode(self, front: PiperFront, start: int = 0, end: int | None = None) -> FloatAudio:
+        """Decode latent frames ``[start, end)`` in one call."""
+        end = front.frames if end is None else end
+        (audio,) = self.decoder_session.run(None, {"latent": np.ascontiguousarray(front.latent[:, :, start:end])})
+        return np.asarray(audio, dtype=np.float32).reshape(-1)
+
+    def decode_windows(
+        self,
+        front: PiperFront,
+        phoneme_ids: npt.NDArray[np.int64],
+        first_window_frames: int = 24,
+        window_frames: int = 160,
+    ) -> Iterator[EngineAudio]:
+        """Yield the audio in contiguous pieces; the first window starts after the lead-in (BOS + pad).
+
+        The first piece carries ``phoneme_durations`` (samples per symbol) and ``lead_in``; the last ``tail``.
+        """
+        per_symbol, lead_in, tail = symbol_samples(np.asarray(phoneme_ids).reshape(-1), front.durations)
+        lead_frames = lead_in // HOP
+        windows = plan_windows(
+            front.frames, lead_frames + first_window_frames, window_frames, self.context_frames, self.context_frames
+        )
+        joiner = CrossfadeJoiner(HOP, self.crossfade)
+        for i, window in enumerate(windows):
+            piece = joiner.push(window, self.decode(front, window.ctx_start, window.ctx_end))
+            first, last = i == 0, i == len(windows) - 1
+            yield EngineAudio(
+                samples=piece,
+                sample_rate=self.sample_rate,
+                first=first,
+                last=last,
+                phoneme_durations=per_symbol if first else None,
+                lead_in=lead_in if first else 0,
+                tail=tail if last else 0,
+            )

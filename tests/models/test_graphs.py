@@ -1,0 +1,120 @@
+"""Split graphs: reproducible builds, and front + decoder == the monolithic model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from voxserve.engines.kokoro_stream import KokoroStreamer
+from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
+from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.piper_stream import PiperStreamer
+from voxserve.errors import ModelError
+from voxserve.models.fileio import sha256_file
+from voxserve.models.graphs import KNOWN_HASHES, build_split_graphs
+
+KOKORO_PHONEMES = "ʃˈʊɹ, ˌI kæn hˈɛlp wɪð ðˈæt."
+PIPER_IPA = "ʃˈʊɹ, aɪ kæn hˈɛlp wɪð ðˈæt."
+
+
+def _session(model: onnx.ModelProto | Path) -> ort.InferenceSession:
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 2
+    source = str(model) if isinstance(model, Path) else model.SerializeToString()
+    return ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
+
+
+def _with_output(path: Path, name: str) -> ort.InferenceSession:
+    """The monolithic model with one internal tensor exposed as an extra output."""
+    model = onnx.load(str(path))
+    model.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    return _session(model)
+
+
+@pytest.fixture(scope="module")
+def split_dir(model_store, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
+    out = tmp_path_factory.mktemp("split")
+    build_split_graphs(model_store.kokoro_model(), out)
+    build_split_graphs(model_store.piper_model(), out)
+    return out
+
+
+def test_build_is_reproducible_and_matches_known_hashes(model_store, split_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    again = build_split_graphs(model_store.piper_model(), tmp_path)
+    for path in again:
+        assert sha256_file(path) == sha256_file(split_dir / path.name)
+    for family in ("kokoro", "piper"):
+        manifest = json.loads((split_dir / f"{family}_split.json").read_text())
+        expected = KNOWN_HASHES[manifest["source_sha256"]]
+        assert manifest["files"] == expected
+        for name, digest in expected.items():
+            assert sha256_file(split_dir / name) == digest
+
+
+def test_unknown_model_is_refused(tmp_path: Path) -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "other",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    path = tmp_path / "other.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    with pytest.raises(ModelError, match="unrecognized model"):
+        build_split_graphs(path, tmp_path / "out")
+    with pytest.raises(ModelError, match="missing"):
+        build_split_graphs(tmp_path / "absent.onnx", tmp_path / "out")
+
+
+def test_kokoro_split_reproduces_monolithic(model_store, split_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    ids = np.array([KOKORO_VOCAB[c] for c in KOKORO_PHONEMES], dtype=np.int64)
+    voice = np.fromfile(model_store.kokoro_voice("af_heart"), dtype=np.float32).reshape(510, 1, 256)
+    style = voice[len(ids)]
+    streamer = KokoroStreamer(SessionFactory(["cpu"], 2), split_dir)
+    front = streamer.front(ids, style, 1.0)
+
+    mono = _with_output(model_store.kokoro_model(), "/encoder/Clip_output_0")
+    audio, durations = mono.run(
+        None,
+        {
+            "tokens": np.concatenate([[0], ids, [0]]).reshape(1, -1),
+            "style": style,
+            "speed": np.array([1.0], dtype=np.float32),
+        },
+    )
+    np.testing.assert_array_equal(front.durations, durations.reshape(-1).astype(np.int64))
+    assert front.frames == int(front.durations.sum())
+    whole = streamer.decode(front)
+    assert len(whole) == front.frames * 600 == len(audio)
+    np.testing.assert_allclose(whole, audio, atol=1e-6)
+
+
+def test_piper_split_reproduces_monolithic(model_store, split_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    config = json.loads(model_store.piper_config().read_text())
+    id_map = config["phoneme_id_map"]
+    ids = [1, 0]
+    for symbol in PIPER_IPA:
+        ids += [*id_map[symbol], 0]
+    ids.append(2)
+    streamer = PiperStreamer(SessionFactory(["cpu"], 2), split_dir, config["audio"]["sample_rate"])
+    front = streamer.front(np.array(ids), noise_scale=0.0, noise_w=0.0)
+
+    mono = _with_output(model_store.piper_model(), "/Ceil_output_0")
+    audio, durations = mono.run(
+        None,
+        {
+            "input": np.array([ids], dtype=np.int64),
+            "input_lengths": np.array([len(ids)], dtype=np.int64),
+            "scales": np.array([0.0, 1.0, 0.0], dtype=np.float32),
+        },
+    )
+    np.testing.assert_array_equal(front.durations, durations.reshape(-1).astype(np.int64))
+    assert front.frames == int(front.durations.sum())
+    whole = streamer.decode(front)
+    np.testing.assert_allclose(whole, audio.reshape(-1), atol=1e-6)

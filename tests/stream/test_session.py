@@ -1,0 +1,224 @@
+"""The streaming session end to end with the real models."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from voxserve.audio import discontinuity_score
+from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage
+from voxserve.types import AudioChunk, SynthesisParams
+
+PIPER = "en_US-joe-medium"
+REPLY = "Sure, I can help with that. Your order shipped this morning and should arrive on Thursday."
+CALLBACK = "Please call me back tomorrow afternoon. The meeting has been moved to the second floor."
+PARAGRAPH = (
+    "The weather service expects light rain in the morning. By the afternoon, skies should clear, "
+    "and temperatures will climb slowly until sunset. Tomorrow looks dry and sunny."
+)
+
+
+async def collect(runtime, voice: str, text: str, **kw) -> tuple[list[AudioChunk], object]:  # type: ignore[no-untyped-def]
+    session = runtime.open_session(SynthesisParams(voice=voice, **kw), pace=False)
+    session.push_text(text)
+    session.close()
+    chunks = [chunk async for chunk in session]
+    return chunks, session
+
+
+def audio_of(chunks: list[AudioChunk]) -> np.ndarray:
+    return np.concatenate([c.samples for c in chunks])
+
+
+def longest_silence_s(audio: np.ndarray, rate: int, threshold: float = 0.003) -> float:
+    frame = rate // 100
+    n = len(audio) // frame
+    rms = np.sqrt(np.mean(audio[: n * frame].reshape(n, frame) ** 2, axis=1))
+    longest = run = 0
+    for quiet in rms < threshold:
+        run = run + 1 if quiet else 0
+        longest = max(longest, run)
+    return longest / 100
+
+
+async def test_chunks_are_contiguous_and_ordered(runtime) -> None:  # type: ignore[no-untyped-def]
+    chunks, session = await collect(runtime, PIPER, REPLY)
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    offset = 0
+    for chunk in chunks:
+        assert chunk.offset == offset
+        assert chunk.sample_rate == 22_050
+        offset += len(chunk.samples)
+    assert chunks[-1].final and not any(c.final for c in chunks[:-1])
+    step = int(22_050 * runtime.settings.stream_buffer_ms / 1000)
+    assert max(len(c.samples) for c in chunks) <= step
+    assert 3.0 < offset / 22_050 < 7.0
+    assert session.stats.ttfa_s is not None and session.stats.chunks == len(chunks)
+
+
+@pytest.mark.parametrize("voice", [PIPER, "af_heart"])
+async def test_english_is_intelligible(runtime, transcribe, wer, voice: str) -> None:  # type: ignore[no-untyped-def]
+    text = REPLY + " " + CALLBACK
+    chunks, session = await collect(runtime, voice, text)
+    heard = transcribe(audio_of(chunks), session.sample_rate)
+    print(f"{voice}: WER {wer(text, heard):.3f}: {heard}")
+    assert wer(text, heard) <= 0.10, heard
+
+
+async def test_token_by_token_input_is_spoken_completely(runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
+    session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
+
+    async def feed() -> None:
+        for i in range(0, len(CALLBACK), 3):  # LLM-like fragments that split words
+            session.push_text(CALLBACK[i : i + 3])
+            await asyncio.sleep(0.005)
+        session.close()
+
+    feeder = asyncio.ensure_future(feed())
+    chunks = [chunk async for chunk in session]
+    await feeder
+    assert wer(CALLBACK, transcribe(audio_of(chunks), session.sample_rate)) <= 0.10
+
+
+async def test_first_audio_comes_before_the_text_is_finished(runtime) -> None:  # type: ignore[no-untyped-def]
+    session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
+    session.push_text("Sure, I can help with that. Your order")
+    first = await asyncio.wait_for(session.__aiter__().__anext__(), timeout=20)
+    assert len(first.samples) > 0
+    await session.aclose()
+
+
+async def test_flush_speaks_buffered_text_without_punctuation(runtime) -> None:  # type: ignore[no-untyped-def]
+    session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
+    session.push_text("hello there")
+    session.flush()
+    iterator = session.__aiter__()
+    first = await asyncio.wait_for(iterator.__anext__(), timeout=20)
+    assert len(first.samples) > 0
+    session.push_text("and more after the flush.")
+    session.close()
+    rest = [c async for c in iterator]
+    assert rest[-1].final
+
+
+async def test_cancel_stops_promptly_and_frees_the_worker(runtime) -> None:  # type: ignore[no-untyped-def]
+    session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
+    session.push_text(PARAGRAPH * 5)
+    session.close()
+    iterator = session.__aiter__()
+    await asyncio.wait_for(iterator.__anext__(), timeout=60)
+    t0 = time.monotonic()
+    session.cancel()
+    rest = [c async for c in iterator]
+    assert time.monotonic() - t0 < 0.5
+    assert len(rest) < 40  # only what was already queued
+    deadline = time.monotonic() + 15  # the unit in flight finishes, nothing after it runs
+    while runtime.pool.busy or runtime.pool.queue_depth:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+
+
+async def test_long_text_streams_completely_without_gaps_or_clicks(runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
+    sentences = [
+        "Chapter one begins on a grey morning in a small harbour town.",
+        "The fishing boats had left before dawn, and the quay was quiet except for the gulls.",
+        "Anna walked along the sea wall, counting the lamps as they flickered out one by one.",
+        "She had promised her brother that she would meet him at the lighthouse by nine o'clock.",
+        "The wind carried the smell of salt and diesel, and somewhere a radio played an old song.",
+    ]
+    text = " ".join(sentences * 6)
+    assert len(text) > 2000
+    chunks, session = await collect(runtime, PIPER, text)
+    audio = audio_of(chunks)
+    rate = session.sample_rate
+    assert len(audio) / rate > 100  # ~2,400 characters is well over a minute and a half of speech
+    pause = runtime.settings.sentence_pause_ms / 1000
+    assert longest_silence_s(audio, rate) < pause + 0.45
+    assert len(session.join_positions) >= 8  # segments grow to ~400 characters after the first
+    assert discontinuity_score(audio, session.join_positions) < 1.5
+    assert np.abs(audio).max() <= 1.0
+    last = sentences[-1]
+    heard = transcribe(audio[-rate * 8 :], rate).split()
+    assert wer(last, " ".join(heard[-len(last.split()) :])) <= 0.25  # the very end was spoken
+
+
+@pytest.mark.parametrize(
+    ("voice", "text"),
+    [
+        ("af_heart", "The quick brown fox jumps over the lazy dog."),
+        ("bf_emma", "The quick brown fox jumps over the lazy dog."),
+        ("zf_xiaoxiao", "今天天气很好，我们去公园散步吧。"),
+        ("jf_alpha", "今日はとても良い天気ですね。"),
+        ("ff_siwis", "Bonjour, je voudrais un café, s'il vous plaît."),
+        ("ef_dora", "Hola, ¿cómo estás? Hoy hace buen tiempo."),
+        ("if_sara", "Buongiorno, come stai oggi?"),
+        ("pf_dora", "Bom dia, como você está hoje?"),
+        ("hf_alpha", "नमस्ते, आप कैसे हैं?"),
+    ],
+)
+async def test_every_language_speaks(runtime, voice: str, text: str) -> None:  # type: ignore[no-untyped-def]
+    chunks, session = await collect(runtime, voice, text)
+    audio = audio_of(chunks)
+    seconds = len(audio) / session.sample_rate
+    assert 0.8 < seconds < 8.0
+    assert float(np.sqrt(np.mean(audio**2))) > 0.02
+
+
+async def test_mixed_chinese_english_keeps_the_english(runtime) -> None:  # type: ignore[no-untyped-def]
+    zh_only, _ = await collect(runtime, "zf_xiaoxiao", "我喜欢用。")
+    mixed, _ = await collect(runtime, "zf_xiaoxiao", "我喜欢用 Python 和 JavaScript。")
+    assert len(audio_of(mixed)) > len(audio_of(zh_only)) + 0.5 * 24_000
+
+
+async def test_bad_inputs_give_clear_errors(runtime) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UnknownVoice, match="unknown voice"):
+        runtime.open_session(SynthesisParams(voice="xx_nobody"))
+    with pytest.raises(UnsupportedLanguage):
+        runtime.open_session(SynthesisParams(voice=PIPER, lang="zh"))
+    session = runtime.open_session(SynthesisParams(voice=PIPER))
+    with pytest.raises(InputTooLarge):
+        session.push_text("a" * 1_000_001)
+    await session.aclose()
+    for text in ["", "   \n\t ", "🙂🎉🚀"]:
+        session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
+        session.push_text(text)
+        session.close()
+        with pytest.raises(InvalidInput, match="speakable"):
+            _ = [c async for c in session]
+
+
+async def test_control_characters_and_mixed_scripts_still_speak(runtime) -> None:  # type: ignore[no-untyped-def]
+    text = "Hello\x00 there\x07, friend.\u200b Привет and 你好 and 🙂 done."
+    chunks, session = await collect(runtime, PIPER, text)
+    assert len(audio_of(chunks)) / session.sample_rate > 1.0
+    chunks, session = await collect(runtime, "af_heart", text)
+    assert len(audio_of(chunks)) / session.sample_rate > 1.0
+
+
+def long_term_spectrum(audio: np.ndarray, n_fft: int = 1024) -> np.ndarray:
+    frames = len(audio) // n_fft
+    windowed = audio[: frames * n_fft].reshape(frames, n_fft) * np.hanning(n_fft)
+    return np.log10(np.mean(np.abs(np.fft.rfft(windowed, axis=1)) ** 2, axis=0) + 1e-10)
+
+
+async def test_streamed_paragraph_matches_the_whole_utterance(runtime) -> None:  # type: ignore[no-untyped-def]
+    from voxserve.audio import trim_silence
+
+    engine = runtime.engines["kokoro"]
+    chunks, session = await collect(runtime, "af_heart", PARAGRAPH)
+    streamed = audio_of(chunks)
+    segments = runtime.frontend.phonemize(PARAGRAPH, "en-us", "misaki", max_phonemes=510)
+    whole = engine.synthesize(" ".join(s.phonemes for s in segments), "af_heart").samples
+    start, end = trim_silence(whole, 24_000)
+    whole = whole[start:end]
+    s_start, s_end = trim_silence(streamed, 24_000)
+    streamed = streamed[s_start:s_end]
+    ratio = len(streamed) / len(whole)
+    a, b = long_term_spectrum(streamed), long_term_spectrum(whole)
+    distance_db = float(np.sqrt(np.mean((10 * (a - b)) ** 2)))
+    print(f"streamed/whole duration {ratio:.3f}, long-term log-spectral distance {distance_db:.2f} dB")
+    assert abs(ratio - 1) <= 0.05
+    assert distance_db < 3.0
