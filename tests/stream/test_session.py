@@ -208,7 +208,7 @@ async def test_streamed_paragraph_matches_the_whole_utterance(runtime) -> None: 
     from voxserve.audio import trim_silence
 
     engine = runtime.engines["kokoro"]
-    chunks, session = await collect(runtime, "af_heart", PARAGRAPH)
+    chunks, _ = await collect(runtime, "af_heart", PARAGRAPH)
     streamed = audio_of(chunks)
     segments = runtime.frontend.phonemize(PARAGRAPH, "en-us", "misaki", max_phonemes=510)
     whole = engine.synthesize(" ".join(s.phonemes for s in segments), "af_heart").samples

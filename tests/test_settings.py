@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import pytest
+
+from voxserve.settings import Settings
+
+
+def test_defaults() -> None:
+    s = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert s.default_voice == "af_heart"
+    assert s.stream_buffer_ms == 200
+    assert not s.auth_enabled
+
+
+def test_prefixed_env_and_deployment_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MODEL_PATH", "/models")
+    monkeypatch.setenv("STREAM_BUFFER_MS", "120")
+    monkeypatch.setenv("VOXSERVE_API_KEYS", "k1, k2")
+    monkeypatch.setenv("VOXSERVE_ENGINES", '["piper"]')
+    s = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert str(s.model_path) == "/models"
+    assert s.stream_buffer_ms == 120
+    assert s.api_keys == ["k1", "k2"]
+    assert s.engines == ["piper"]
+    assert s.auth_enabled
+
+
+def test_prefixed_names_win_over_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOXSERVE_STREAM_BUFFER_MS", "80")
+    assert Settings(_env_file=None).stream_buffer_ms == 80  # type: ignore[call-arg]
+
+
+def test_invalid_values_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOXSERVE_STREAM_BUFFER_MS", "5")
+    with pytest.raises(ValueError, match="(?i)stream_buffer_ms"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
