@@ -118,6 +118,7 @@ class Runtime:
             sentence_pause_ms=s.sentence_pause_ms,
             clause_pause_ms=s.clause_pause_ms,
             lookahead_s=s.lookahead_s,
+            idle_flush_ms=s.idle_flush_ms,
             max_input_chars=s.max_input_chars,
             pace=pace,
         )

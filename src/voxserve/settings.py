@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     max_segment_chars: int = Field(default=400, ge=40, description="Longest text segment sent to a model.")
     sentence_pause_ms: int = Field(default=420, ge=0, le=2000)
     clause_pause_ms: int = Field(default=160, ge=0, le=2000)
+    idle_flush_ms: int = Field(
+        default=150, ge=0, description="Speak a buffered sentence end after this long without new text (0 = never)."
+    )
     lookahead_s: float = Field(default=3.0, gt=0, description="Audio kept synthesized ahead of playback.")
     max_input_chars: int = Field(default=100_000, ge=1)
 

@@ -222,3 +222,21 @@ async def test_streamed_paragraph_matches_the_whole_utterance(runtime) -> None: 
     print(f"streamed/whole duration {ratio:.3f}, long-term log-spectral distance {distance_db:.2f} dB")
     assert abs(ratio - 1) <= 0.05
     assert distance_db < 3.0
+
+
+async def test_a_sentence_end_at_the_end_of_the_buffer_is_spoken_after_a_quiet_spell(runtime) -> None:  # type: ignore[no-untyped-def]
+    session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
+    session.push_text("Sure, I can help with that.")  # nothing follows the period yet
+    first = await asyncio.wait_for(session.__aiter__().__anext__(), timeout=20)
+    assert len(first.samples) > 0
+    await session.aclose()
+
+
+async def test_a_number_split_across_fragments_is_not_cut_at_its_decimal_point(runtime) -> None:  # type: ignore[no-untyped-def]
+    session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
+    session.push_text("It costs 3.")
+    session.push_text("5 dollars.")  # arrives well within the idle window
+    session.close()
+    chunks = [c async for c in session]
+    assert len(session.join_positions) == 0  # spoken as one segment
+    assert len(audio_of(chunks)) / session.sample_rate > 1.0

@@ -30,6 +30,7 @@ from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, 
 log = logging.getLogger(__name__)
 
 _END = object()
+_SENTENCE_END = frozenset(".!?。！？…\"”)")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class SessionConfig:
     lookahead_s: float = 3.0
     max_input_chars: int = 100_000
     first_window_s: float = 0.25
+    idle_flush_ms: int = 150
     pace: bool = True  # keep only ``lookahead_s`` of audio ahead of (virtual) real-time playback
 
 
@@ -92,6 +94,7 @@ class SynthesisSession:
         self._t_first_audio: float | None = None
         self._compute_s = 0.0
         self._words: list[WordTiming] = []
+        self._idle_handle: asyncio.TimerHandle | None = None
         self.join_positions: list[int] = []  # stream samples where one segment's audio meets the next
         self._samples_out = 0
         self._chunks = 0
@@ -112,6 +115,26 @@ class SynthesisSession:
             self._t_text = time.monotonic()
         for segment in self._segmenter.push(text):
             self._segments.put_nowait(segment)
+        self._arm_idle_flush()
+
+    def _arm_idle_flush(self) -> None:
+        """If the buffer ends a sentence and no more text comes soon, speak it without waiting.
+
+        A final "." is ambiguous while streaming ("3." may become "3.5"), so the segmenter waits
+        for the next character; a short quiet spell settles it.
+        """
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+            self._idle_handle = None
+        tail = self._segmenter.buffered.rstrip()
+        if tail and tail[-1] in _SENTENCE_END and self._config.idle_flush_ms > 0:
+            loop = asyncio.get_running_loop()
+            self._idle_handle = loop.call_later(self._config.idle_flush_ms / 1000, self._idle_flush)
+
+    def _idle_flush(self) -> None:
+        self._idle_handle = None
+        if not self._closed:
+            self.flush()
 
     def flush(self) -> None:
         """Speak whatever text is buffered, even without a sentence end."""
