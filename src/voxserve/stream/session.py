@@ -30,7 +30,7 @@ from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, 
 log = logging.getLogger(__name__)
 
 _END = object()
-_SENTENCE_END = frozenset(".!?。！？…\"”)")
+_SENTENCE_END = frozenset('.!?。！？…"”)')
 
 
 @dataclass(frozen=True)
