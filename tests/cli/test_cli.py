@@ -1,0 +1,58 @@
+"""The `voxserve` command as a user runs it (real subprocesses, real models)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import soundfile as sf
+
+VOXSERVE = [sys.executable, "-m", "voxserve"]
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*VOXSERVE, *args], input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def test_say_writes_a_wav_file(tmp_path: Path) -> None:
+    out = tmp_path / "hello.wav"
+    result = run("-q", "say", "Hello there, how can I help you today?", "-v", "en_US-joe-medium", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    audio, rate = sf.read(out)
+    assert rate == 22_050
+    assert 1.2 < len(audio) / rate < 4.0
+    assert "real-time factor" in result.stderr
+
+
+def test_say_reads_stdin_and_encodes_mp3_at_another_rate(tmp_path: Path) -> None:
+    out = tmp_path / "out.mp3"
+    result = run("-q", "say", "-v", "af_heart", "-f", "mp3", "-r", "16000", "-o", str(out), stdin="Good morning.")
+    assert result.returncode == 0, result.stderr
+    audio, rate = sf.read(out)
+    assert rate == 16_000
+    assert 0.5 < len(audio) / rate < 3.0
+
+
+def test_errors_are_one_clear_line_and_a_nonzero_exit(tmp_path: Path) -> None:
+    result = run("-q", "say", "Hi.", "-v", "xx_nobody", "-o", str(tmp_path / "x.wav"))
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("voxserve: error:") and "unknown voice" in lines[-1]
+    result = run("-q", "say", "Hi.", "-v", "en_US-joe-medium", "-f", "wma", "-o", str(tmp_path / "x.wma"))
+    assert result.returncode == 2 and "wma" in result.stderr
+
+
+def test_voices_lists_both_engines() -> None:
+    result = run("-q", "voices")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 + 55
+    assert any(line.split()[0] == "en_US-joe-medium" and line.split()[-1] == "piper" for line in lines[1:])
+    assert any(line.split()[:4] == ["zf_xiaoxiao", "zh", "female", "kokoro"] for line in lines[1:])
+
+
+def test_models_list_shows_checksums() -> None:
+    result = run("-q", "models", "list")
+    assert result.returncode == 0, result.stderr
+    assert "kokoro-v1.0.int8.onnx" in result.stdout and "6e742170" in result.stdout
