@@ -1,7 +1,8 @@
 """Time to first audio and RTF of windowed (split-graph) decoding vs the monolithic models, plus fidelity.
 
 Usage (2 intra-op threads, medians of 5 after one warm-up):
-    .venv/bin/python bench/split_measure.py [--first 10] [--window 60] [--context 16] [--max-pad N]
+    .venv/bin/python bench/split_measure.py [--first 10] [--window 80] [--context 16] [--max-pad N]
+        [--precision int8|fp32|fp32-conv2d] [--skip-piper]
 
 Builds the split graphs into a temporary directory from the model cache (voxserve models fetch).
 """
@@ -68,24 +69,33 @@ def median_time(fn: Callable[[], object], reps: int = 5) -> float:
     return statistics.median(times)
 
 
-def arrivals(pieces: Iterator[EngineAudio]) -> tuple[float, float]:
-    """(time to first piece, earliest playback start that never stalls) for a stream of pieces, from now."""
-    start = time.perf_counter()
+def arrivals(pieces: Iterator[EngineAudio]) -> tuple[float, float, float, float, float]:
+    """Seconds from now: first piece, earliest playback start that never stalls, last piece; then the
+    process CPU seconds spent to the first and the last piece (insensitive to other processes' load)."""
+    start, cpu_start = time.perf_counter(), time.process_time()
     played = 0.0
-    first = stall_free = 0.0
+    first = stall_free = arrived = cpu_first = 0.0
     for i, piece in enumerate(pieces):
         arrived = time.perf_counter() - start
         if i == 0:
-            first = arrived
+            first, cpu_first = arrived, time.process_time() - cpu_start
         stall_free = max(stall_free, arrived - played)
         played += len(piece.samples) / piece.sample_rate
-    return first, stall_free
+    return first, stall_free, arrived, cpu_first, time.process_time() - cpu_start
 
 
-def median_arrivals(make: Callable[[], Iterator[EngineAudio]], reps: int = 5) -> tuple[float, float]:
-    list(make())
-    runs = [arrivals(make()) for _ in range(reps)]
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+def interleaved(stream: Callable[[], Iterator[EngineAudio]], whole: Callable[[], object], reps: int = 5) -> list[float]:
+    """Medians of [first piece, stall-free start, last piece, CPU to first, CPU to last, monolithic wall,
+    monolithic CPU]; streamed and monolithic runs alternate so that other processes' load hits both alike."""
+    list(stream())
+    whole()
+    runs = []
+    for _ in range(reps):
+        streamed = arrivals(stream())
+        start, cpu_start = time.perf_counter(), time.process_time()
+        whole()
+        runs.append((*streamed, time.perf_counter() - start, time.process_time() - cpu_start))
+    return [statistics.median(r[i] for r in runs) for i in range(7)]
 
 
 def scores(reference: np.ndarray, test: np.ndarray, rate: int) -> str:
@@ -115,13 +125,12 @@ def bench_kokoro(store: ModelStore, factory: SessionFactory, graphs: Path, args:
     print(f"kokoro: {len(ids)} phonemes, {front.frames} frames = {audio_s:.2f} s, lead pad {front.durations[0]} frames")
     print(f"  pieces (s): {[round(len(p.samples) / 24_000, 3) for p in pieces]}")
     t_front = median_time(lambda: streamer.front(ids, style, 1.0, max_pad_frames=args.max_pad))
-    t_first, t_stall_free = median_arrivals(stream)
-    t_all = median_time(lambda: list(stream()))
-    t_mono = median_time(lambda: mono.run(None, feeds))
-    print(f"  front (front+prosody+stats) {t_front * 1000:.0f} ms; time to first piece {t_first * 1000:.0f} ms")
+    t_first, t_stall_free, t_all, c_first, c_all, t_mono, c_mono = interleaved(stream, lambda: mono.run(None, feeds))
+    print(f"  front (front+prosody) {t_front * 1000:.0f} ms wall")
+    print(f"  first piece {t_first * 1000:.0f} ms wall, {c_first * 1000:.0f} ms CPU")
     print(f"  stall-free playback start: windowed {t_stall_free:.2f} s, monolithic {t_mono:.2f} s")
-    print(f"  monolithic {t_mono:.2f} s (RTF {t_mono / audio_s:.3f})")
-    print(f"  windowed total {t_all:.2f} s (RTF {t_all / audio_s:.3f})")
+    print(f"  monolithic {t_mono:.2f} s wall (RTF {t_mono / audio_s:.3f}), {c_mono:.2f} s CPU")
+    print(f"  windowed total {t_all:.2f} s wall (RTF {t_all / audio_s:.3f}), {c_all:.2f} s CPU")
     whole = streamer.decode(front)
     windowed = np.concatenate([p.samples for p in pieces])
     print(f"  windowed vs whole: {scores(whole, windowed, 24_000)}")
@@ -147,19 +156,17 @@ def bench_piper(store: ModelStore, factory: SessionFactory, graphs: Path, args: 
 
     def stream() -> Iterator[EngineAudio]:
         front = streamer.front(id_array)
-        yield from streamer.decode_windows(front, id_array)
+        yield from streamer.decode_windows(front)
 
     front = streamer.front(id_array, noise_scale=0.0, noise_w=0.0)
     audio_s = front.frames * 256 / rate
     print(f"piper: {len(ids)} ids, {front.frames} frames = {audio_s:.2f} s")
-    t_first, t_stall_free = median_arrivals(stream)
-    t_all = median_time(lambda: list(stream()))
-    t_mono = median_time(lambda: mono.run(None, feeds))
-    print(f"  time to first piece {t_first * 1000:.0f} ms; stall-free start {t_stall_free:.2f} s")
-    print(f"  monolithic {t_mono:.2f} s (RTF {t_mono / audio_s:.3f})")
-    print(f"  windowed total {t_all:.2f} s (RTF {t_all / audio_s:.3f})")
+    t_first, t_stall_free, t_all, c_first, c_all, t_mono, c_mono = interleaved(stream, lambda: mono.run(None, feeds))
+    print(f"  first piece {t_first * 1000:.0f} ms wall, {c_first * 1000:.0f} ms CPU; stall-free {t_stall_free:.2f} s")
+    print(f"  monolithic {t_mono:.2f} s wall (RTF {t_mono / audio_s:.3f}), {c_mono:.2f} s CPU")
+    print(f"  windowed total {t_all:.2f} s wall (RTF {t_all / audio_s:.3f}), {c_all:.2f} s CPU")
     whole = streamer.decode(front)
-    windowed = np.concatenate([p.samples for p in streamer.decode_windows(front, id_array)])
+    windowed = np.concatenate([p.samples for p in streamer.decode_windows(front)])
     diff = np.abs(whole - windowed).max()
     print(f"  windowed vs whole (noise 0): max abs diff {diff:.2e}, {scores(whole, windowed, rate)}")
 
@@ -167,19 +174,22 @@ def bench_piper(store: ModelStore, factory: SessionFactory, graphs: Path, args: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--first", type=int, default=10)
-    parser.add_argument("--window", type=int, default=60)
+    parser.add_argument("--window", type=int, default=80)
     parser.add_argument("--context", type=int, default=16)
     parser.add_argument("--max-pad", type=int, default=None)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--precision", choices=["int8", "fp32", "fp32-conv2d"], default="int8")
+    parser.add_argument("--skip-piper", action="store_true")
     args = parser.parse_args()
     store = ModelStore(Settings(_env_file=None))  # type: ignore[call-arg]
     factory = SessionFactory(["cpu"], args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         graphs = Path(tmp)
-        build_split_graphs(store.kokoro_model(), graphs)
+        build_split_graphs(store.kokoro_model(), graphs, precision=args.precision)
         build_split_graphs(store.piper_model(), graphs)
         bench_kokoro(store, factory, graphs, args)
-        bench_piper(store, factory, graphs, args)
+        if not args.skip_piper:
+            bench_piper(store, factory, graphs, args)
 
 
 if __name__ == "__main__":

@@ -115,7 +115,14 @@ def cmd_voices(args: argparse.Namespace) -> int:
 def cmd_models(args: argparse.Namespace) -> int:
     from voxserve.models import ModelStore, format_listing
 
-    store = ModelStore(_settings(args))
+    settings = _settings(args)
+    store = ModelStore(settings)
+    if settings.decode_mode == "windowed":
+        from voxserve.engines.onnx import resolve_providers
+        from voxserve.models.split_cache import resolve_precision, split_builder
+
+        on_gpu = resolve_providers(settings.providers)[0] != "CPUExecutionProvider"
+        store.builders.append(split_builder(resolve_precision(settings.precision, on_gpu)))
     if args.action == "fetch":
         files = store.fetch(force=args.force, progress=not args.quiet)
         total = sum(1 for f in store.installed() if f.ok)

@@ -14,10 +14,14 @@ import time
 
 from voxserve.engines.base import Engine
 from voxserve.engines.kokoro import KokoroEngine
+from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.onnx import SessionFactory
 from voxserve.engines.piper import PiperConfig, PiperEngine
+from voxserve.engines.piper_stream import PiperStreamer
+from voxserve.engines.windowing import WindowConfig
 from voxserve.errors import NotReady, UnknownVoice, UnsupportedLanguage
 from voxserve.models import ModelStore
+from voxserve.models.split_cache import ensure_split_graphs, resolve_precision
 from voxserve.settings import Settings
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SessionConfig, SynthesisSession
@@ -64,12 +68,33 @@ class Runtime:
                 self.warm_up()
             self.ready = True
 
+    def window_config(self) -> WindowConfig:
+        s = self.settings
+        return WindowConfig(
+            first_s=s.window_first_ms / 1000,
+            next_s=s.window_next_ms / 1000,
+            growth=s.window_growth,
+            max_s=s.window_max_ms / 1000,
+            max_pad_s=s.max_pad_ms / 1000,
+        )
+
     def _build_engine(self, name: str, factory: SessionFactory) -> Engine:
+        windowed = self.settings.decode_mode == "windowed"
+        windows = self.window_config()
         if name == "kokoro":
             session = factory.create(self.store.kokoro_model())
-            return KokoroEngine(session, self.store.kokoro_voices_dir())
+            kokoro_streamer = None
+            if windowed:
+                precision = resolve_precision(self.settings.precision, factory.on_gpu)
+                graphs = ensure_split_graphs(self.store, "kokoro", precision)
+                kokoro_streamer = KokoroStreamer(factory, graphs)
+            return KokoroEngine(session, self.store.kokoro_voices_dir(), kokoro_streamer, windows)
         config = PiperConfig.load(self.store.piper_config(), PIPER_VOICE)
-        return PiperEngine(factory.create(self.store.piper_model()), config)
+        piper_streamer = None
+        if windowed:
+            graphs = ensure_split_graphs(self.store, "piper")
+            piper_streamer = PiperStreamer(factory, graphs, config.sample_rate)
+        return PiperEngine(factory.create(self.store.piper_model()), config, streamer=piper_streamer, windows=windows)
 
     def warm_up(self) -> None:
         """Run the default voice once so the first request doesn't pay for lazy initialisation."""

@@ -143,7 +143,7 @@ def test_piper_windows_match_whole_decode(split_dir: Path, model_store) -> None:
     streamer = PiperStreamer(SessionFactory(["cpu"], 2), split_dir, config["audio"]["sample_rate"])
     front = streamer.front(np.array(ids), noise_scale=0.0, noise_w=0.0)
     whole = streamer.decode(front)
-    pieces = list(streamer.decode_windows(front, np.array(ids), first_window_frames=24, window_frames=60))
+    pieces = list(streamer.decode_windows(front, first_window_frames=24, window_frames=60))
     assert len(pieces) >= 3
     windowed = np.concatenate([p.samples for p in pieces])
     np.testing.assert_allclose(windowed, whole, atol=1e-4)

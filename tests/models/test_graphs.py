@@ -10,6 +10,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
+from pesq import pesq
+from pystoi import stoi
+from scipy.signal import resample_poly
 
 from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
@@ -51,7 +54,7 @@ def test_build_is_reproducible_and_matches_known_hashes(model_store, split_dir: 
         assert sha256_file(path) == sha256_file(split_dir / path.name)
     for family in ("kokoro", "piper"):
         manifest = json.loads((split_dir / f"{family}_split.json").read_text())
-        expected = KNOWN_HASHES[manifest["source_sha256"]]
+        expected = KNOWN_HASHES[(manifest["source_sha256"], manifest["precision"])]
         assert manifest["files"] == expected
         for name, digest in expected.items():
             assert sha256_file(split_dir / name) == digest
@@ -118,3 +121,25 @@ def test_piper_split_reproduces_monolithic(model_store, split_dir: Path) -> None
     assert front.frames == int(front.durations.sum())
     whole = streamer.decode(front)
     np.testing.assert_allclose(whole, audio.reshape(-1), atol=1e-6)
+
+
+def test_fp32_decoder_sounds_like_int8(model_store, split_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The dequantized decoder is a float copy of the int8 one: same inputs, near-identical audio."""
+    fp32_dir = tmp_path / "fp32"
+    build_split_graphs(model_store.kokoro_model(), fp32_dir, precision="fp32")
+    decoder = onnx.load(str(fp32_dir / "kokoro_decoder.onnx"))
+    ops = {node.op_type for node in decoder.graph.node}
+    assert not ops & {"MatMulInteger", "ConvInteger", "DynamicQuantizeLinear"}
+    assert all(init.data_type != TensorProto.INT8 for init in decoder.graph.initializer)
+
+    ids = np.array([KOKORO_VOCAB[c] for c in KOKORO_PHONEMES], dtype=np.int64)
+    voice = np.fromfile(model_store.kokoro_voice("af_heart"), dtype=np.float32).reshape(510, 1, 256)
+    factory = SessionFactory(["cpu"], 2)
+    int8 = KokoroStreamer(factory, split_dir)
+    front = int8.front(ids, voice[len(ids)], 1.0)
+    reference = int8.decode(front)
+    fp32 = KokoroStreamer(factory, fp32_dir).decode(front)
+    ref16, test16 = resample_poly(reference, 2, 3), resample_poly(fp32, 2, 3)
+    assert len(fp32) == len(reference)
+    assert pesq(16_000, ref16, test16, "wb") >= 4.0
+    assert stoi(ref16, test16, 16_000) >= 0.98

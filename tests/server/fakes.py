@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from voxserve.server.runtime_api import SessionLike
 from voxserve.types import SynthesisParams, VoiceInfo
 
 
@@ -20,7 +21,7 @@ class BlockedLoadRuntime:
     def voices(self) -> list[VoiceInfo]:
         return [VoiceInfo("fake", "fake", "en-us", "female", 16000)]
 
-    def open_session(self, params: SynthesisParams) -> object:
+    def open_session(self, params: SynthesisParams) -> SessionLike:
         raise AssertionError("no synthesis expected")
 
     def close(self) -> None:

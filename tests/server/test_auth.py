@@ -38,7 +38,7 @@ def test_api_keys() -> None:
 
 
 def test_api_keys_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VOXSERVE_API_KEYS", '["a", "b"]')
+    monkeypatch.setenv("VOXSERVE_API_KEYS", "a,b")
     assert Authenticator(Settings(_env_file=None)).authenticate("b").kind == "api_key"  # type: ignore[call-arg]
 
 

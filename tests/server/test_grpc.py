@@ -7,12 +7,14 @@ import time
 from collections.abc import Iterator
 
 import grpc
+import jwt
 import pytest
-from tests.server.audio_util import pcm_rms
-from tests.server.conftest import KOKORO, PIPER, SHORT, RunningServer
 
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
+
+from .audio_util import pcm_rms
+from .support import KOKORO, PIPER, SHORT, RunningServer
 
 
 def stub(server: RunningServer) -> pb_grpc.VoxServeStub:
@@ -26,13 +28,18 @@ def test_unary_and_server_streaming(server: RunningServer) -> None:
     )
     assert reply.sample_rate == 22050 and reply.format == "pcm"
     assert abs(len(reply.audio) / 2 / 22050 - reply.audio_s) < 0.01 and 1.5 < reply.audio_s < 4.5
-    assert [w.word for w in reply.words][:2] == ["Hello", "there"]
 
     chunks = list(client.SynthesizeStream(pb.SynthesizeRequest(text=SHORT, voice=PIPER, sample_rate=16000), timeout=30))
     audio = b"".join(c.audio for c in chunks)
-    assert len(chunks) > 1 and abs(len(audio) / 2 / 16000 - reply.audio_s) < 0.05
+    assert len(chunks) > 1 and 1.5 < len(audio) / 2 / 16000 < 4.5  # Piper durations vary run to run
     assert pcm_rms(audio) > 0.01
     assert {v.id for v in client.ListVoices(pb.ListVoicesRequest(), timeout=5).voices} >= {PIPER, KOKORO}
+
+
+def test_word_timings(server: RunningServer) -> None:
+    reply = stub(server).Synthesize(pb.SynthesizeRequest(text=SHORT, voice=PIPER, word_timings=True), timeout=30)
+    assert [w.word for w in reply.words][:2] == ["Hello", "there"]
+    assert all(w.end_s > w.start_s for w in reply.words)
 
 
 def test_errors_map_to_status_codes(server: RunningServer) -> None:
@@ -86,6 +93,22 @@ def test_bidirectional_stream(server: RunningServer) -> None:
     assert abs(len(audio) / 2 / 22050 - sum(d.audio_s for d in done)) < 0.02
 
 
+def test_bidirectional_flush_and_cancel(server: RunningServer) -> None:
+    outbox: queue.Queue[pb.StreamRequest | None] = queue.Queue()
+    responses = stub(server).StreamingSynthesize(requests(outbox), timeout=60)
+    outbox.put(pb.StreamRequest(text=pb.TextFragment(text="words without an ending")))
+    assert next(responses).WhichOneof("kind") == "ready"  # default voice, configured implicitly
+    outbox.put(pb.StreamRequest(flush=pb.Flush()))
+    assert next(responses).WhichOneof("kind") == "chunk"  # spoken on flush, before close
+    outbox.put(pb.StreamRequest(text=pb.TextFragment(text=" and then " * 40 + "the end.")))
+    outbox.put(pb.StreamRequest(cancel=pb.Cancel()))
+    while (response := next(responses)).WhichOneof("kind") != "done":
+        assert response.WhichOneof("kind") == "chunk"
+    assert response.done.cancelled and response.done.audio_s < 10
+    outbox.put(None)
+    assert list(responses) == []
+
+
 def test_invalid_message_in_stream_is_reported(server: RunningServer) -> None:
     outbox: queue.Queue[pb.StreamRequest | None] = queue.Queue()
     responses = stub(server).StreamingSynthesize(requests(outbox), timeout=30)
@@ -99,11 +122,16 @@ def test_invalid_message_in_stream_is_reported(server: RunningServer) -> None:
 
 
 def test_auth_capacity_and_cancel(make_server: object) -> None:
-    busy = make_server(api_keys=["g-key"], max_streams=1, max_queue=0)  # type: ignore[operator]
+    secret = "grpc-secret-grpc-secret-grpc-secret!"
+    busy = make_server(api_keys=["g-key"], jwt_secret=secret, max_streams=1, max_queue=0)  # type: ignore[operator]
     client = stub(busy)
-    with pytest.raises(grpc.RpcError) as info:
-        client.Synthesize(pb.SynthesizeRequest(text=SHORT), timeout=10)
-    assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    for metadata in ((), (("authorization", "Bearer wrong"),)):
+        with pytest.raises(grpc.RpcError) as info:
+            client.Synthesize(pb.SynthesizeRequest(text=SHORT), metadata=metadata, timeout=10)
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    token = jwt.encode({"sub": "g", "exp": time.time() + 60}, secret, algorithm="HS256")
+    voices = client.ListVoices(pb.ListVoicesRequest(), metadata=(("authorization", f"Bearer {token}"),), timeout=5)
+    assert voices.voices
     auth = (("authorization", "Bearer g-key"),)
     long_text = " ".join(["This stream holds the only slot for a while."] * 10)
     stream = client.SynthesizeStream(pb.SynthesizeRequest(text=long_text), metadata=auth, timeout=60)

@@ -8,10 +8,11 @@ import grpc
 import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from tests.server.conftest import RunningServer, server_settings
-from tests.server.fakes import BlockedLoadRuntime
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
+
+from .fakes import BlockedLoadRuntime
+from .support import RunningServer, server_settings
 
 
 def grpc_health(target: str) -> int:

@@ -10,7 +10,8 @@ import threading
 import time
 
 import httpx
-from tests.server.conftest import PIPER, free_port
+
+from .support import PIPER, free_port
 
 
 def test_sigterm_drains_within_grace(model_store: object) -> None:

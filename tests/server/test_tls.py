@@ -15,8 +15,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from tests.server.conftest import RunningServer, server_settings
-from tests.server.fakes import BlockedLoadRuntime
+
+from .fakes import BlockedLoadRuntime
+from .support import RunningServer, server_settings
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:
@@ -60,7 +61,7 @@ def test_tls_http_and_grpc(tmp_path: Path) -> None:
         old.minimum_version = ssl.TLSVersion.TLSv1
         old.maximum_version = ssl.TLSVersion.TLSv1_1
         old.set_ciphers("ALL:@SECLEVEL=0")
-        with pytest.raises(httpx.ConnectError, match="(?i)version|protocol"):
+        with pytest.raises(httpx.ConnectError, match=r"(?i)version|protocol"):
             httpx.get(running.base + "/healthz", verify=old)
         credentials = grpc.ssl_channel_credentials(root_certificates=certfile.read_bytes())
         with grpc.secure_channel(running.grpc, credentials) as channel:

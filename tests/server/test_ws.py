@@ -7,10 +7,11 @@ import time
 from typing import Any
 
 import pytest
-from tests.server.audio_util import pcm_rms
-from tests.server.conftest import KOKORO, PIPER, SHORT, RunningServer
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
+
+from .audio_util import pcm_rms
+from .support import KOKORO, PIPER, SHORT, RunningServer
 
 
 def send(ws: ClientConnection, **message: object) -> None:
@@ -59,8 +60,6 @@ def test_utterances_fragments_and_queueing(server: RunningServer) -> None:
         assert done["utterance"] == 0 and not done["cancelled"] and done["chunks"] == len(chunks)
         assert abs(len(audio) / 2 / 22050 - done["audio_s"]) < 0.01
         assert pcm_rms(audio) > 0.01 and done["ttfa_ms"] > 0
-        words = [w["word"] for c in chunks for w in c["words"]]
-        assert words[0] == "Hello" and "today" in words
         offsets = [c["offset_s"] for c in chunks]
         assert offsets == sorted(offsets)
 
@@ -79,6 +78,18 @@ def test_utterances_fragments_and_queueing(server: RunningServer) -> None:
         ws.recv(timeout=20)
         _, _, second_done = utterance(ws)
         assert second_done["utterance"] == 2
+
+
+def test_word_timings(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=PIPER, format="pcm", word_timings=True)
+        recv_json(ws)
+        send(ws, type="text", text=SHORT)
+        send(ws, type="close")
+        chunks, _, done = utterance(ws)
+    words = [w for c in chunks for w in c["words"]]
+    assert [w["word"] for w in words][:2] == ["Hello", "there"]
+    assert all(0 <= w["start_s"] < w["end_s"] <= done["audio_s"] + 0.01 for w in words)
 
 
 def test_flush_ping_and_cancel(server: RunningServer) -> None:

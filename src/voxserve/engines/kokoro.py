@@ -12,14 +12,17 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from voxserve.engines.base import Alphabet
+from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
 from voxserve.engines.voices import kokoro_voice_info, parse_blend
+from voxserve.engines.windowing import WindowConfig
 from voxserve.errors import EngineFailure, InvalidInput, UnknownVoice
 from voxserve.types import EngineAudio, VoiceInfo
 
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 24_000
+FRAME_S = 600 / SAMPLE_RATE  # one decoder frame
 MAX_TOKENS = 510  # phoneme ids per call, pads excluded
 MIN_SPEED, MAX_SPEED = 0.5, 2.0
 _BREAK_SYMBOLS = (".", "!", "?", ";", ":", ",", "—", "…", " ")
@@ -95,10 +98,22 @@ class KokoroEngine:
     alphabet: Alphabet = "misaki"
     max_phonemes = MAX_TOKENS
 
-    def __init__(self, session: ort.InferenceSession, voices_dir: Path) -> None:
+    def __init__(
+        self,
+        session: ort.InferenceSession,
+        voices_dir: Path,
+        streamer: KokoroStreamer | None = None,
+        windows: WindowConfig | None = None,
+    ) -> None:
         self._session = session
         self._voices = KokoroVoices(voices_dir)
         self._voice_ids = self._voices.ids()
+        self._streamer = streamer
+        self._windows = windows or WindowConfig()
+
+    @property
+    def windowed(self) -> bool:
+        return self._streamer is not None
 
     @property
     def session(self) -> ort.InferenceSession:
@@ -135,11 +150,35 @@ class KokoroEngine:
     def stream(
         self, phonemes: str, voice: str, speed: float = 1.0, *, first_window_s: float | None = None
     ) -> Iterator[EngineAudio]:
+        """Windowed decoding when split graphs are loaded (first audio after a fraction of the segment);
+        else one model call per piece of at most 510 phonemes."""
         check_speed(speed)
         pieces = split_phonemes(phonemes, MAX_TOKENS)
         for i, piece in enumerate(pieces):
-            audio = self._run(piece, voice, speed)
-            yield EngineAudio(samples=audio, sample_rate=SAMPLE_RATE, first=i == 0, last=i == len(pieces) - 1)
+            if self._streamer is None:
+                audio = self._run(piece, voice, speed)
+                yield EngineAudio(samples=audio, sample_rate=SAMPLE_RATE, first=True, last=True)
+                continue
+            yield from self._stream_windows(piece, voice, speed, first_window_s if i == 0 else None)
+
+    def _stream_windows(
+        self, phonemes: str, voice: str, speed: float, first_window_s: float | None
+    ) -> Iterator[EngineAudio]:
+        assert self._streamer is not None
+        ids = np.array(self.token_ids(phonemes), dtype=np.int64)
+        if len(ids) == 0:
+            raise InvalidInput("nothing to synthesize: the phoneme string is empty")
+        w = self._windows
+        front = self._streamer.front(
+            ids, self._voices.style(voice, len(ids)), speed, max_pad_frames=w.frames(w.max_pad_s, FRAME_S)
+        )
+        # A stream's first segment starts small and grows, for fast first audio; later segments are
+        # made while earlier audio plays, so they use the largest windows (fewest seams, least overhead).
+        first = w.frames(first_window_s or w.max_s, FRAME_S)
+        following = w.frames(w.next_s if first_window_s else w.max_s, FRAME_S)
+        yield from self._streamer.decode_windows(
+            front, first, following, growth=w.growth, max_window_frames=w.frames(w.max_s, FRAME_S)
+        )
 
     def _run(self, phonemes: str, voice: str, speed: float) -> npt.NDArray[np.float32]:
         ids = self.token_ids(phonemes)

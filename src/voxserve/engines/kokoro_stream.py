@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.onnx import SessionFactory
-from voxserve.engines.windowing import CrossfadeJoiner, Window, plan_windows
+from voxserve.engines.windowing import CrossfadeJoiner, Window, plan_windows, run_graph
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio
 
@@ -46,8 +46,7 @@ class KokoroFront:
     """Everything the decoder needs for one sentence, plus its durations.
 
     ``durations`` holds frames per token, pads included (first and last entries).
-    ``content`` is [1, 512, F]; ``f0`` and ``energy`` are [1, 2F]; ``style`` is [1, 256];
-    ``frame_stats`` maps ``stat_in_<k>`` to whole-sentence means of the decoder's frame-rate norms.
+    ``content`` is [1, 512, F]; ``f0`` and ``energy`` are [1, 2F]; ``style`` is [1, 256].
     """
 
     durations: npt.NDArray[np.int64]
@@ -55,7 +54,6 @@ class KokoroFront:
     f0: Array
     energy: Array
     style: Array
-    frame_stats: Mapping[str, Array]
 
     @property
     def frames(self) -> int:
@@ -165,14 +163,18 @@ class KokoroStreamer:
             raise InvalidInput(f"speed must be positive, got {speed}")
         tokens = np.concatenate([[0], ids, [0]]).reshape(1, -1)
         style = np.asarray(style, dtype=np.float32).reshape(1, 256)
-        durations_f, prosody_features, content_features = self.front_session.run(
-            None, {"tokens": tokens, "style": style, "speed": np.array([speed], dtype=np.float32)}
+        durations_f, prosody_features, content_features = run_graph(
+            self.front_session,
+            None,
+            {"tokens": tokens, "style": style, "speed": np.array([speed], dtype=np.float32)},
+            f"Kokoro front on {len(ids)} phonemes",
         )
         durations = durations_f.reshape(-1).astype(np.int64)
         if max_pad_frames is not None:
             durations[0] = min(durations[0], max(max_pad_frames, 1))
             durations[-1] = min(durations[-1], max(max_pad_frames, 1))
-        content, f0, energy = self.prosody_session.run(
+        content, f0, energy = run_graph(
+            self.prosody_session,
             None,
             {
                 "prosody_features": prosody_features,
@@ -180,14 +182,19 @@ class KokoroStreamer:
                 "alignment": alignment_matrix(durations),
                 "style": style,
             },
+            "Kokoro prosody",
         )
-        stats = self.stats_session.run(
-            self._stat_outputs, {"style": style, "content": content, "f0": f0, "energy": energy}
+        return KokoroFront(durations, content, f0, energy, style)
+
+    def sentence_frame_stats(self, front: KokoroFront) -> dict[str, Array]:
+        """Whole-sentence means of the decoder's frame-rate instance norms, keyed by decoder input name."""
+        stats = run_graph(
+            self.stats_session,
+            self._stat_outputs,
+            {"style": front.style, "content": front.content, "f0": front.f0, "energy": front.energy},
+            "Kokoro decoder statistics",
         )
-        frame_stats = {
-            name.replace("stat_out_", "stat_in_"): value for name, value in zip(self._stat_outputs, stats, strict=True)
-        }
-        return KokoroFront(durations, content, f0, energy, style, frame_stats)
+        return {name.replace("stat_out_", "stat_in_"): v for name, v in zip(self._stat_outputs, stats, strict=True)}
 
     def decode(self, front: KokoroFront, start: int = 0, end: int | None = None) -> Array:
         """Decode frames ``[start, end)`` in one call with the window's own statistics.
@@ -195,7 +202,7 @@ class KokoroStreamer:
         Over the whole sentence this is the monolithic graph's audio, sample for sample.
         """
         end = front.frames if end is None else end
-        audio, _ = self._run(front, Window(start, end, start, end), None, None, mix_frame=0.0)
+        audio, _ = self._run(front, Window(start, end, start, end), None, None, None)
         return audio
 
     def _run(
@@ -204,7 +211,7 @@ class KokoroStreamer:
         window: Window,
         phase: npt.NDArray[np.float64] | None,
         running: _VocoderStats | None,
-        mix_frame: float,
+        frame_stats: Mapping[str, Array] | None,
     ) -> tuple[Array, dict[str, Array]]:
         a, b = window.ctx_start, window.ctx_end
         phase0 = np.zeros((1, 1, 9), dtype=np.float32)
@@ -216,33 +223,44 @@ class KokoroStreamer:
             "f0": np.ascontiguousarray(front.f0[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
             "energy": np.ascontiguousarray(front.energy[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
             "phase0": phase0,
-            "mix_frame": np.array([mix_frame], dtype=np.float32),
+            "mix_frame": np.array([0.0 if frame_stats is None else 1.0], dtype=np.float32),
         }
-        feeds.update(front.frame_stats)
+        feeds.update(frame_stats or {name: np.zeros((1, 1, 1), dtype=np.float32) for name in self._frame_names})
         feeds.update((running or _VocoderStats(self._vocoder_names)).feeds(b - a))
-        audio, *own = self.decoder_session.run(self._outputs, feeds)
+        audio, *own = run_graph(self.decoder_session, self._outputs, feeds, f"Kokoro decoder on frames {a}..{b}")
         means = dict(zip(self._vocoder_names, own, strict=True))
         return np.asarray(audio, dtype=np.float32).reshape(-1), means
 
     def decode_windows(
-        self, front: KokoroFront, first_window_frames: int = 10, window_frames: int = 60
+        self,
+        front: KokoroFront,
+        first_window_frames: int = 10,
+        window_frames: int = 80,
+        *,
+        growth: float = 1.0,
+        max_window_frames: int | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the sentence's audio in pieces: ``first_window_frames`` of speech first, then larger windows.
 
-        The first window also covers the leading pad (so its piece holds real speech); pieces are
-        contiguous and sum to ``front.frames * 600`` samples. The first piece carries
+        The first window also covers the leading pad (so its piece holds real speech) and uses its own
+        statistics; the sentence's frame-rate statistics are computed after it is yielded, for the later
+        windows. Pieces are contiguous and sum to ``front.frames * 600`` samples. The first piece carries
         ``phoneme_durations`` and ``lead_in``; the last carries ``tail``.
         """
         lead = int(front.durations[0])
         tail = int(front.durations[-1])
         ctx = self.context_frames
-        windows = plan_windows(front.frames, lead + first_window_frames, window_frames, ctx, ctx)
+        windows = plan_windows(
+            front.frames, lead + first_window_frames, window_frames, ctx, ctx, growth=growth, max_size=max_window_frames
+        )
         phase = source_phase(front.f0) if self.carry_phase else None
         running = _VocoderStats(self._vocoder_names) if self.running_stats else None
-        mix_frame = 1.0 if self.sentence_stats and len(windows) > 1 else 0.0
+        frame_stats: dict[str, Array] | None = None
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         for i, window in enumerate(windows):
-            audio, means = self._run(front, window, phase, running, mix_frame)
+            if i == 1 and self.sentence_stats:
+                frame_stats = self.sentence_frame_stats(front)
+            audio, means = self._run(front, window, phase, running, frame_stats)
             if running is not None:
                 running.add(means, window.ctx_end - window.ctx_start)
             first, last = i == 0, i == len(windows) - 1

@@ -13,6 +13,9 @@ import onnxruntime as ort
 
 from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
+from voxserve.engines.piper_stream import HOP as PIPER_HOP
+from voxserve.engines.piper_stream import PiperStreamer
+from voxserve.engines.windowing import WindowConfig
 from voxserve.errors import EngineFailure, InvalidInput, ModelError, UnknownVoice
 from voxserve.types import EngineAudio, VoiceInfo
 
@@ -56,12 +59,25 @@ class PiperEngine:
     alphabet: Alphabet = "espeak"
     max_phonemes = 2000
 
-    def __init__(self, session: ort.InferenceSession, config: PiperConfig, lang: str = "en-us") -> None:
+    def __init__(
+        self,
+        session: ort.InferenceSession,
+        config: PiperConfig,
+        lang: str = "en-us",
+        streamer: PiperStreamer | None = None,
+        windows: WindowConfig | None = None,
+    ) -> None:
         self._session = session
         self.config = config
         self.sample_rate = config.sample_rate
         self._lang = lang
         self._inputs = {i.name for i in session.get_inputs()}
+        self._streamer = streamer
+        self._windows = windows or WindowConfig()
+
+    @property
+    def windowed(self) -> bool:
+        return self._streamer is not None
 
     @property
     def session(self) -> ort.InferenceSession:
@@ -127,4 +143,21 @@ class PiperEngine:
     def stream(
         self, phonemes: str, voice: str, speed: float = 1.0, *, first_window_s: float | None = None
     ) -> Iterator[EngineAudio]:
-        yield self.synthesize(phonemes, voice, speed)
+        if self._streamer is None:
+            yield self.synthesize(phonemes, voice, speed)
+            return
+        self.check_voice(voice)
+        noise_scale, length_scale, noise_w = (float(x) for x in self.scales(speed))
+        ids = self.phoneme_ids(phonemes.strip())
+        if len(ids) <= 3:
+            raise InvalidInput("nothing to synthesize: the phoneme string is empty")
+        front = self._streamer.front(
+            np.array(ids, dtype=np.int64), length_scale=length_scale, noise_scale=noise_scale, noise_w=noise_w
+        )
+        w = self._windows
+        frame_s = PIPER_HOP / self.sample_rate
+        first = w.frames(first_window_s or w.max_s, frame_s)  # see KokoroEngine._stream_windows
+        following = w.frames(w.next_s if first_window_s else w.max_s, frame_s)
+        yield from self._streamer.decode_windows(
+            front, first, following, growth=w.growth, max_window_frames=w.frames(w.max_s, frame_s)
+        )

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.onnx import SessionFactory
-from voxserve.engines.windowing import CrossfadeJoiner, plan_windows
+from voxserve.engines.windowing import CrossfadeJoiner, plan_windows, run_graph
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio, FloatAudio
 
@@ -25,10 +25,11 @@ HOP = 256  # samples per latent frame
 
 @dataclass(frozen=True, eq=False)
 class PiperFront:
-    """The latent of one sentence and its frames per phoneme id (BOS, pads and EOS included)."""
+    """The latent of one sentence, its phoneme ids and frames per id (BOS, pads and EOS included)."""
 
     latent: FloatAudio
     durations: npt.NDArray[np.int64]
+    ids: npt.NDArray[np.int64]
 
     @property
     def frames(self) -> int:
@@ -94,37 +95,53 @@ class PiperStreamer:
             raise InvalidInput("Piper needs at least one phoneme id")
         if length_scale <= 0:
             raise InvalidInput(f"length scale must be positive, got {length_scale}")
-        latent, durations = self.front_session.run(
+        latent, durations = run_graph(
+            self.front_session,
             None,
             {
                 "input": ids,
                 "input_lengths": np.array([ids.shape[1]], dtype=np.int64),
                 "scales": np.array([noise_scale, length_scale, noise_w], dtype=np.float32),
             },
+            f"Piper front on {ids.shape[1]} phoneme ids",
         )
-        return PiperFront(latent=latent, durations=durations.reshape(-1).astype(np.int64))
+        return PiperFront(latent=latent, durations=durations.reshape(-1).astype(np.int64), ids=ids.reshape(-1))
 
     def decode(self, front: PiperFront, start: int = 0, end: int | None = None) -> FloatAudio:
         """Decode latent frames ``[start, end)`` in one call."""
         end = front.frames if end is None else end
-        (audio,) = self.decoder_session.run(None, {"latent": np.ascontiguousarray(front.latent[:, :, start:end])})
+        (audio,) = run_graph(
+            self.decoder_session,
+            None,
+            {"latent": np.ascontiguousarray(front.latent[:, :, start:end])},
+            f"Piper decoder on frames {start}..{end}",
+        )
         return np.asarray(audio, dtype=np.float32).reshape(-1)
 
     def decode_windows(
         self,
         front: PiperFront,
-        phoneme_ids: npt.NDArray[np.int64],
         first_window_frames: int = 24,
         window_frames: int = 160,
+        *,
+        growth: float = 1.0,
+        max_window_frames: int | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the audio in contiguous pieces; the first window starts after the lead-in (BOS + pad).
 
         The first piece carries ``phoneme_durations`` (samples per symbol) and ``lead_in``; the last ``tail``.
         """
-        per_symbol, lead_in, tail = symbol_samples(np.asarray(phoneme_ids).reshape(-1), front.durations)
+        per_symbol, lead_in, tail = symbol_samples(front.ids, front.durations)
         lead_frames = lead_in // HOP
+        ctx = self.context_frames
         windows = plan_windows(
-            front.frames, lead_frames + first_window_frames, window_frames, self.context_frames, self.context_frames
+            front.frames,
+            lead_frames + first_window_frames,
+            window_frames,
+            ctx,
+            ctx,
+            growth=growth,
+            max_size=max_window_frames,
         )
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         for i, window in enumerate(windows):

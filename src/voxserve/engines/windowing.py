@@ -11,11 +11,27 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import onnxruntime as ort
 
-from voxserve.errors import InvalidInput
+from voxserve.errors import EngineFailure, InvalidInput
 from voxserve.types import FloatAudio
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    """How an engine cuts a segment into decoder windows (seconds of audio; engines convert to frames)."""
+
+    first_s: float = 0.25  # the first window of a stream: small, so first audio comes fast
+    next_s: float = 0.5  # the window after it, and the first window of later segments
+    growth: float = 2.0
+    max_s: float = 4.0
+    max_pad_s: float = 0.1  # cap on the model's pad-token durations
+
+    def frames(self, seconds: float, frame_s: float) -> int:
+        return max(1, round(seconds / frame_s))
 
 
 @dataclass(frozen=True)
@@ -28,18 +44,26 @@ class Window:
     ctx_end: int
 
 
-def plan_windows(frames: int, first: int, size: int, left: int, right: int) -> list[Window]:
+def plan_windows(
+    frames: int, first: int, size: int, left: int, right: int, *, growth: float = 1.0, max_size: int | None = None
+) -> list[Window]:
     """Cut ``frames`` into a first window of ``first`` frames then windows of ``size`` frames.
 
-    A last window shorter than half of ``size`` is merged into the one before it.
+    With ``growth`` > 1 each later window is that much larger than the one before, up to ``max_size``:
+    small windows early keep playback fed right after the first audio, large ones later cost less
+    context overhead. A last window shorter than half of the step is merged into the one before it.
     """
-    if first < 1 or size < 1 or left < 0 or right < 0:
-        raise InvalidInput(f"bad window plan first={first} size={size} left={left} right={right}")
+    if first < 1 or size < 1 or left < 0 or right < 0 or growth < 1.0:
+        raise InvalidInput(f"bad window plan first={first} size={size} left={left} right={right} growth={growth}")
+    cap = max(size, max_size or size)
     bounds = [0]
     nxt = min(first, frames)
+    step = float(size)
     while nxt < frames:
         bounds.append(nxt)
-        nxt += size
+        nxt += int(step)
+        size = int(step)
+        step = min(step * growth, float(cap))
     bounds.append(frames)
     if len(bounds) > 2 and bounds[-1] - bounds[-2] < size // 2 and bounds[-2] != min(first, frames):
         del bounds[-2]
@@ -74,3 +98,11 @@ class CrossfadeJoiner:
         tail = decoded[hi : hi + self.crossfade]
         self._tail = np.asarray(tail, dtype=np.float32) if len(tail) == self.crossfade and self.crossfade else None
         return piece
+
+
+def run_graph(session: ort.InferenceSession, outputs: list[str] | None, feeds: dict[str, Any], what: str) -> list[Any]:
+    """``session.run`` with ONNX Runtime's errors turned into :class:`EngineFailure` naming ``what``."""
+    try:
+        return list(session.run(outputs, feeds))
+    except Exception as exc:  # ONNX Runtime errors have no common base class
+        raise EngineFailure(f"{what} failed: {exc}") from exc

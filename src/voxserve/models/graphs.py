@@ -1,6 +1,6 @@
 """Graph building: split the monolithic Kokoro and Piper ONNX files into streamable parts.
 
-Kokoro (StyleTTS 2 + iSTFTNet) is cut into three graphs:
+Kokoro (StyleTTS 2 + iSTFTNet) is cut into four graphs:
 
 * ``kokoro_front.onnx``: ``tokens``, ``style``, ``speed`` → ``durations`` (frames per token, float),
   ``prosody_features`` ([1, T, 640], the duration encoder's per-token output) and
@@ -32,25 +32,41 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import onnx
 from onnx import TensorProto, helper
 
 from voxserve.errors import ModelError
 from voxserve.models.fileio import sha256_file
+from voxserve.models.precision import conv1d_as_conv2d, dequantize
+
+SplitPrecision = Literal["int8", "fp32", "fp32-conv2d"]
 
 KOKORO_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
 PIPER_JOE_SHA256 = "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06"
 
-# sha256 of the source model → sha256 of each built file (checked after every build).
-KNOWN_HASHES: dict[str, dict[str, str]] = {
-    KOKORO_SHA256: {
+# (sha256 of the source model, precision) → sha256 of each built file (checked after every build).
+KNOWN_HASHES: dict[tuple[str, str], dict[str, str]] = {
+    (KOKORO_SHA256, "int8"): {
         "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",
         "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
         "kokoro_stats.onnx": "91f88f4076f48b032d66a8be9f37c0dc31872ed316e13587f137f3132d39a674",
         "kokoro_decoder.onnx": "594619177ded4ddb254080c2d9b4bc3de2adeccaa281863f17cf8e9c2c3a8c7c",
     },
-    PIPER_JOE_SHA256: {
+    (KOKORO_SHA256, "fp32"): {
+        "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",
+        "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
+        "kokoro_stats.onnx": "f76e3f154b70c015a4b28605fa3335dde9d4ddbe946d5513bff881a4596b07b6",
+        "kokoro_decoder.onnx": "e136e621f15fe9db05fa390de863bc1aab1140d76bc7a4eed78497fe2a67092b",
+    },
+    (KOKORO_SHA256, "fp32-conv2d"): {
+        "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",
+        "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
+        "kokoro_stats.onnx": "0784392376707299888d94dc07438268694e517226534a920cd070fa3289314b",
+        "kokoro_decoder.onnx": "2056f9c3d9f906478395352c0ae4188f32fb6e0ec31f73b8b0e0229f6682bc31",
+    },
+    (PIPER_JOE_SHA256, "int8"): {
         "piper_front.onnx": "f61b8ac0b5c99ed701467bb4ffd556e222ba420098defbde52ba8f9e19919e63",
         "piper_decoder.onnx": "544ef686dae8cda69b6af3bc31c1d5eabff2284cf51cffc95b80c298b9472951",
     },
@@ -289,8 +305,15 @@ def detect_family(model: onnx.ModelProto) -> str:
     raise ModelError(f"unrecognized model with inputs {sorted(names)}: expected Kokoro v1.0 or a Piper VITS voice")
 
 
-def build_split_graphs(model_path: Path, out_dir: Path, *, verify_hashes: bool = True) -> list[Path]:
+def build_split_graphs(
+    model_path: Path, out_dir: Path, *, precision: SplitPrecision = "int8", verify_hashes: bool = True
+) -> list[Path]:
     """Cut ``model_path`` (Kokoro or Piper) into streamable graphs in ``out_dir``; return their paths.
+
+    ``precision`` applies to Kokoro's decoder (95 % of the cost): ``int8`` keeps the graph as shipped,
+    ``fp32`` dequantizes it, ``fp32-conv2d`` also rewrites its 1-D convolutions as 2-D (see
+    :mod:`voxserve.models.precision`). Piper ships in float32 and ignores it. Use one ``out_dir`` per
+    precision: file names do not change.
 
     Writes ``<family>_split.json`` next to them with the source and output sha256. When the source is a
     known file and ``verify_hashes`` is set, each output must match :data:`KNOWN_HASHES` byte for byte.
@@ -301,6 +324,8 @@ def build_split_graphs(model_path: Path, out_dir: Path, *, verify_hashes: bool =
     model = onnx.load(str(model_path))
     family = detect_family(model)
     cuts = KOKORO_CUTS if family == "kokoro" else PIPER_CUTS
+    if family == "piper":
+        precision = "int8"  # nothing to convert; keys the hash table
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     hashes: dict[str, str] = {}
@@ -308,6 +333,11 @@ def build_split_graphs(model_path: Path, out_dir: Path, *, verify_hashes: bool =
         parts = [(cut.filename, extract(model, cut))]
         if cut.filename == "kokoro_decoder.onnx":
             decoder = add_phase_input(parts[0][1])
+            if precision != "int8":
+                decoder = dequantize(decoder)
+            if precision == "fp32-conv2d":
+                decoder = conv1d_as_conv2d(decoder)
+            parts[0] = (cut.filename, decoder)
             stats = stats_cut(decoder)
             parts.insert(0, (stats.filename, extract(decoder, stats)))
             add_stat_inputs(decoder)
@@ -316,7 +346,7 @@ def build_split_graphs(model_path: Path, out_dir: Path, *, verify_hashes: bool =
             _write(part, path)
             hashes[filename] = sha256_file(path)
             paths.append(path)
-    expected = KNOWN_HASHES.get(source_hash)
+    expected = KNOWN_HASHES.get((source_hash, precision))
     if verify_hashes and expected is not None:
         wrong = [name for name, digest in hashes.items() if expected.get(name) != digest]
         if wrong:
@@ -324,6 +354,12 @@ def build_split_graphs(model_path: Path, out_dir: Path, *, verify_hashes: bool =
                 f"split graphs {wrong} differ from the known build of this model; "
                 "the onnx version may have changed serialization: rebuild with verify_hashes=False and report it"
             )
-    manifest = {"family": family, "source": model_path.name, "source_sha256": source_hash, "files": hashes}
+    manifest = {
+        "family": family,
+        "precision": precision,
+        "source": model_path.name,
+        "source_sha256": source_hash,
+        "files": hashes,
+    }
     (out_dir / f"{family}_split.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return paths

@@ -15,7 +15,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from voxserve.errors import InvalidInput, VoxError, error_body, http_status
+from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, http_status
 from voxserve.server.http_routes import router
 from voxserve.server.metrics import Metrics
 from voxserve.server.runtime_api import RuntimeLike
@@ -84,6 +84,51 @@ class AccessLog:
             access_log.info(json.dumps(line))
 
 
+class BodyLimit:
+    """Pure ASGI middleware: refuse request bodies larger than ``limit`` bytes before reading them whole."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = InputTooLarge(f"request body larger than {self.limit} bytes")
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await _error_response(too_large)(scope, receive, send)
+            return
+        if declared is not None:
+            await self.app(scope, receive, send)
+            return
+        # no declared length (chunked upload): read up to the limit, then replay
+        parts: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client left
+            parts.append(message.get("body", b""))
+            seen += len(parts[-1])
+            if seen > self.limit:
+                await _error_response(too_large)(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": b"".join(parts), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
 def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state: ServerState | None = None) -> FastAPI:
     """Build the app. ``runtime`` defaults to ``voxserve.runtime.Runtime(settings)``; loading starts with the app."""
     vox = state or ServerState.build(settings, runtime)
@@ -123,5 +168,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
             allow_headers=["Authorization", "Content-Type"],
             expose_headers=["X-Sample-Rate", "X-Voice", "Retry-After"],
         )
+    # a JSON body may spend up to 6 bytes per character (\\uXXXX escapes), plus the other fields
+    app.add_middleware(BodyLimit, limit=settings.max_input_chars * 6 + 16 * 1024)
     app.add_middleware(AccessLog, metrics=vox.metrics)
     return app

@@ -168,9 +168,12 @@ class DuplexStream:
             waiting: set[asyncio.Future[object]] = {getter, self._pump}  # type: ignore[arg-type]
             if watch is not None:
                 waiting.add(watch)  # type: ignore[arg-type]
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not getter.done():
+                    getter.cancel()
             if getter not in done:
-                getter.cancel()
                 if watch is not None and watch in done:
                     watch.result()  # raises what stopped the reader
                     watch = None

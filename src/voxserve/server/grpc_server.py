@@ -81,7 +81,7 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
                 try:
                     self._authorize(context)
                     reply = await inner_unary(request, context)
-                except (VoxError, Exception) as exc:
+                except Exception as exc:  # the gRPC transport's one error mapping
                     if isinstance(exc, grpc.aio.AbortError):
                         raise
                     await _abort(context, exc, count)
@@ -97,7 +97,7 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
                 self._authorize(context)
                 async for item in streaming(request, context):
                     yield item
-            except (VoxError, Exception) as exc:
+            except Exception as exc:  # the gRPC transport's one error mapping
                 if isinstance(exc, grpc.aio.AbortError):
                     raise
                 await _abort(context, exc, count)

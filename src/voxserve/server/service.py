@@ -24,6 +24,7 @@ from voxserve.settings import Settings
 from voxserve.types import SynthesisParams, VoiceInfo, WordTiming
 
 access_log = logging.getLogger("voxserve.access")
+log = logging.getLogger("voxserve.server")
 
 MIN_SPEED, MAX_SPEED = 0.25, 4.0
 MIN_RATE, MAX_RATE = 8000, 48000
@@ -118,6 +119,8 @@ class Utterance:
         status = "ok"
         try:
             async for chunk in self._session:
+                if not len(chunk.samples) and not chunk.words:
+                    continue  # e.g. an empty end marker: nothing to send
                 if self._ttfa is None and self._t0 is not None:
                     self._ttfa = time.monotonic() - self._t0
                 samples = chunk.samples if self._resampler is None else self._resampler.process(chunk.samples)
@@ -133,8 +136,14 @@ class Utterance:
             self.finished = True
             if tail:
                 yield EncodedChunk(self._chunks, self._audio_s, 0.0, tail, (), True)
+        except Exception as exc:
+            if not self.cancelled:
+                status = "failed"
+                raise
+            # the client cancelled: whatever the session raised while stopping is of no use to it
+            log.warning("session raised %r after cancel; ignored", exc)
         except BaseException:
-            status = "cancelled" if self.cancelled else "aborted"
+            status = "aborted"
             raise
         finally:
             if not self.finished:
@@ -242,8 +251,13 @@ class SpeechService:
         params = SynthesisParams(
             voice=request.voice, speed=request.speed, lang=request.lang, word_timings=request.word_timings
         )
+        self.lifecycle.require_ready()  # also refuses new utterances on open connections while draining
         session = self.runtime.open_session(params)
-        utterance = Utterance(self, session, request, self.voice(request.voice), transport, client)
+        try:
+            utterance = Utterance(self, session, request, self.voice(request.voice), transport, client)
+        except BaseException:
+            session.cancel()  # e.g. the encoder could not be built: don't leave the session running
+            raise
         self._live.add(utterance)
         return utterance
 

@@ -14,7 +14,7 @@ import logging
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from voxserve.errors import InputTooLarge, InvalidInput, error_body, ws_close_code
+from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, ws_close_code
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.service import SpeechRequest
@@ -133,8 +133,8 @@ async def tts_stream(websocket: WebSocket) -> None:
 async def _close_with(websocket: WebSocket, exc: Exception) -> None:
     body = error_body(exc)["error"]
     assert isinstance(body, dict)
-    if not isinstance(exc, InvalidInput | RuntimeError):
-        log.warning("websocket closed on error: %r", exc)
+    if not isinstance(exc, VoxError):
+        log.error("websocket closed on an unexpected error", exc_info=exc)
     if websocket.client_state is WebSocketState.CONNECTED:
         with contextlib.suppress(Exception):
             await websocket.send_text(json.dumps({"type": "error", "code": body["code"], "message": body["message"]}))

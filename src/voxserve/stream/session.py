@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
+from voxserve.audio.dsp import trim_silence
 from voxserve.audio.joiner import Joiner
 from voxserve.audio.loudness import LoudnessNormalizer
 from voxserve.engines.base import Engine
@@ -84,7 +85,12 @@ class SynthesisSession:
         self._segmenter = IncrementalSegmenter(config.first_segment_words, config.max_segment_chars)
         self._joiner = Joiner(engine.sample_rate)
         self._loudness = LoudnessNormalizer(engine.sample_rate)
-        self._pause_ms = {"sentence": config.sentence_pause_ms, "clause": config.clause_pause_ms, "none": 0}
+        pause_scale = 1.0 / params.speed if params.speed > 0 else 1.0  # pauses follow the speaking rate
+        self._pause_ms = {
+            "sentence": config.sentence_pause_ms * pause_scale,
+            "clause": config.clause_pause_ms * pause_scale,
+            "none": 0.0,
+        }
         self._segments: asyncio.Queue[TextSegment | object] = asyncio.Queue()
         self._out: asyncio.Queue[AudioChunk | BaseException | object] = asyncio.Queue(maxsize=64)
         self._chars = 0
@@ -285,7 +291,7 @@ class SynthesisSession:
                     piece.samples,
                     trim_start=piece.first,
                     trim_end=piece.last,
-                    pause_after_ms=self._pause_ms.get(boundary, 0) if piece.last else 0.0,
+                    pause_after_ms=self._pause_after(piece, boundary) if piece.last else 0.0,
                     lead_in=piece.lead_in if piece.first else None,
                     tail=piece.tail if piece.last else None,
                 )
@@ -304,7 +310,25 @@ class SynthesisSession:
         finally:
             close = getattr(pieces, "close", None)
             if close is not None:
-                close()
+                # A worker may still be inside the generator (cancelled mid-window); it is then
+                # dropped when that window finishes and collected with it.
+                with contextlib.suppress(ValueError):
+                    close()
+
+    def _pause_after(self, piece: EngineAudio, boundary: str) -> float:
+        """Silence to add after a segment so the join pause is at least the configured one.
+
+        When the engine marks its padding exactly (``tail``), the silence the model itself put after
+        the final punctuation is kept and only the shortfall is added; otherwise all trailing
+        silence is trimmed and the whole pause is added.
+        """
+        target = self._pause_ms.get(boundary, 0.0)
+        if piece.tail is None or target <= 0:
+            return target
+        kept = len(piece.samples) - piece.tail
+        _, speech_end = trim_silence(piece.samples[:kept], self.sample_rate)
+        natural_ms = max(0, kept - speech_end) * 1000 / self.sample_rate
+        return max(0.0, target - natural_ms)
 
     async def _emit(self, audio: FloatAudio, final: bool = False) -> None:
         """Cut ``audio`` into chunks of about ``chunk_ms`` and queue them with the words they start."""
