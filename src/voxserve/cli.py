@@ -18,10 +18,29 @@ from voxserve.settings import Settings
 
 def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, object] = {}
-    for field in ("cache_dir", "model_path", "host", "port", "grpc_port", "intra_op_threads"):
+    for field in (
+        "cache_dir",
+        "model_path",
+        "host",
+        "port",
+        "grpc_port",
+        "intra_op_threads",
+        "max_streams",
+        "max_queue",
+        "tls_certfile",
+        "tls_keyfile",
+        "rate_limit_per_minute",
+        "shutdown_grace_s",
+        "default_voice",
+    ):
         value = getattr(args, field, None)
         if value is not None:
             overrides[field] = value
+    for field in ("api_keys", "cors_origins"):
+        if getattr(args, field, None):
+            overrides[field] = getattr(args, field)
+    if getattr(args, "log_text", False):
+        overrides["log_text"] = True
     engines = getattr(args, "engines", None)
     if engines:
         overrides["engines"] = engines.split(",")
@@ -168,11 +187,26 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--force", action="store_true", help="fetch again even if present")
     models.set_defaults(func=cmd_models)
 
-    serve = sub.add_parser("serve", help="run the HTTP/WebSocket/gRPC server")
+    serve = sub.add_parser(
+        "serve",
+        help="run the HTTP/WebSocket/gRPC server",
+        description="Every option is also a setting: VOXSERVE_<NAME> in the environment or .env "
+        "(e.g. VOXSERVE_PORT, VOXSERVE_API_KEYS=k1,k2, MODEL_PATH, STREAM_BUFFER_MS); see the README's table.",
+    )
     serve.add_argument("--host", help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default 8000)")
     serve.add_argument("--grpc-port", dest="grpc_port", type=int, help="gRPC port (default 50051, 0 = off)")
     serve.add_argument("--engines", help="comma-separated engines to load (kokoro,piper)")
+    serve.add_argument("--api-key", dest="api_keys", action="append", help="accept this API key (repeatable)")
+    serve.add_argument("--max-streams", dest="max_streams", type=int, help="concurrent synthesis streams")
+    serve.add_argument("--max-queue", dest="max_queue", type=int, help="requests waiting for a stream slot")
+    serve.add_argument("--tls-cert", dest="tls_certfile", help="TLS certificate (PEM)")
+    serve.add_argument("--tls-key", dest="tls_keyfile", help="TLS private key (PEM)")
+    serve.add_argument("--cors-origin", dest="cors_origins", action="append", help="allowed CORS origin (repeatable)")
+    serve.add_argument("--rate-limit", dest="rate_limit_per_minute", type=int, help="requests/minute per client")
+    serve.add_argument("--shutdown-grace", dest="shutdown_grace_s", type=float, help="seconds to drain on SIGTERM")
+    serve.add_argument("--default-voice", dest="default_voice", help="voice when a request names none")
+    serve.add_argument("--log-text", dest="log_text", action="store_true", help="include input text in access logs")
     serve.set_defaults(func=cmd_serve)
     return parser
 

@@ -8,11 +8,13 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, http_status
@@ -157,6 +159,8 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
     app.state.grpc_port = None
     app.include_router(router)
     app.include_router(ws_router)
+    # the browser playground (static files shipped in the package), after the API routes
+    app.mount("/", StaticFiles(directory=Path(__file__).resolve().parent.parent / "web", html=True), name="playground")
     app.add_exception_handler(VoxError, _on_error)
     app.add_exception_handler(RequestValidationError, _on_error)
     app.add_exception_handler(Exception, _on_error)
