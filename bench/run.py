@@ -47,8 +47,10 @@ async def _run_once(runtime: Runtime, voice: str, text: str) -> tuple[float, flo
     return first or 0.0, audio, time.perf_counter() - t0
 
 
-def bench_engine(engine: str, threads: int, runs: int) -> dict[str, float]:
-    settings = Settings(_env_file=None, engines=[engine], intra_op_threads=threads, worker_threads=1)  # type: ignore[call-arg]
+def bench_engine(engine: str, threads: int, runs: int, mode: str) -> dict[str, float]:
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, engines=[engine], intra_op_threads=threads, worker_threads=1, decode_mode=mode
+    )
     runtime = Runtime(settings)
     t0 = time.perf_counter()
     runtime.load(warm=True)
@@ -81,18 +83,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--engines", default="piper,kokoro")
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--modes", default="windowed,sentence", help="decode modes to compare")
     args = parser.parse_args()
     rows = []
-    for engine in args.engines.split(","):
-        for threads in (int(t) for t in args.threads.split(",")):
-            result = bench_engine(engine, threads, args.runs)
-            rows.append({"engine": engine, "threads": threads, **result})
-            print(
-                f"{engine:<7} threads={threads}  load {result['load_s']:.2f} s  "
-                f"first chunk: short {result['ttfa_short_ms']:.0f} ms, reply {result['ttfa_reply_ms']:.0f} ms, "
-                f"long {result['ttfa_long_ms']:.0f} ms  RTF (~{result['audio_10s_s']:.1f} s) {result['rtf_10s']:.3f}",
-                flush=True,
-            )
+    configs = [
+        (engine, int(threads), mode)
+        for engine in args.engines.split(",")
+        for threads in args.threads.split(",")
+        for mode in args.modes.split(",")
+    ]
+    for engine, threads, mode in configs:
+        result = bench_engine(engine, threads, args.runs, mode)
+        rows.append({"engine": engine, "threads": threads, "mode": mode, **result})
+        print(
+            f"{engine:<7} {mode:<8} threads={threads}  load {result['load_s']:.2f} s  "
+            f"first chunk: short {result['ttfa_short_ms']:.0f} ms, reply {result['ttfa_reply_ms']:.0f} ms, "
+            f"long {result['ttfa_long_ms']:.0f} ms  RTF (~{result['audio_10s_s']:.1f} s) {result['rtf_10s']:.3f}",
+            flush=True,
+        )
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     (out / "bench.json").write_text(json.dumps(rows, indent=2))

@@ -148,10 +148,21 @@ class Runtime:
             pace=pace,
         )
 
+    def _lang_for(self, params: SynthesisParams) -> str:
+        """The request's language, else the voice's, else ``default_lang``."""
+        if params.lang:
+            return normalize_lang(params.lang)
+        try:
+            return lang_for_voice(params.voice.split("+")[0].split(":")[0])
+        except UnsupportedLanguage:
+            if self.settings.default_lang:
+                return normalize_lang(self.settings.default_lang)
+            raise
+
     def open_session(self, params: SynthesisParams, *, pace: bool = True) -> SynthesisSession:
         """Start a streaming session; must be called from a running event loop."""
         engine = self.engine_for(params.voice)
-        lang = normalize_lang(params.lang) if params.lang else lang_for_voice(params.voice.split("+")[0].split(":")[0])
+        lang = self._lang_for(params)
         if engine.name == "piper" and not lang.startswith("en"):
             raise UnsupportedLanguage(f"voice {params.voice!r} speaks English only; pick a Kokoro voice for {lang!r}")
         return SynthesisSession(

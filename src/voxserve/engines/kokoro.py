@@ -172,13 +172,8 @@ class KokoroEngine:
         front = self._streamer.front(
             ids, self._voices.style(voice, len(ids)), speed, max_pad_frames=w.frames(w.max_pad_s, FRAME_S)
         )
-        # A stream's first segment starts small and grows, for fast first audio; later segments are
-        # made while earlier audio plays, so they use the largest windows (fewest seams, least overhead).
-        first = w.frames(first_window_s or w.max_s, FRAME_S)
-        following = w.frames(w.next_s if first_window_s else w.max_s, FRAME_S)
-        yield from self._streamer.decode_windows(
-            front, first, following, growth=w.growth, max_window_frames=w.frames(w.max_s, FRAME_S)
-        )
+        first, following, largest = w.plan(first_window_s, FRAME_S)
+        yield from self._streamer.decode_windows(front, first, following, growth=w.growth, max_window_frames=largest)
 
     def _run(self, phonemes: str, voice: str, speed: float) -> npt.NDArray[np.float32]:
         ids = self.token_ids(phonemes)

@@ -156,8 +156,5 @@ class PiperEngine:
         )
         w = self._windows
         frame_s = PIPER_HOP / self.sample_rate
-        first = w.frames(first_window_s or w.max_s, frame_s)  # see KokoroEngine._stream_windows
-        following = w.frames(w.next_s if first_window_s else w.max_s, frame_s)
-        yield from self._streamer.decode_windows(
-            front, first, following, growth=w.growth, max_window_frames=w.frames(w.max_s, frame_s)
-        )
+        first, following, largest = w.plan(first_window_s, frame_s)
+        yield from self._streamer.decode_windows(front, first, following, growth=w.growth, max_window_frames=largest)

@@ -33,6 +33,18 @@ class WindowConfig:
     def frames(self, seconds: float, frame_s: float) -> int:
         return max(1, round(seconds / frame_s))
 
+    def plan(self, first_window_s: float | None, frame_s: float) -> tuple[int, int, int]:
+        """(first, second, largest) window sizes in frames for one segment.
+
+        A stream's first segment (``first_window_s`` given) starts small and grows, for fast first
+        audio; later segments are made while earlier audio plays, so they use the largest windows
+        (fewest seams, least context overhead).
+        """
+        largest = self.frames(self.max_s, frame_s)
+        if first_window_s is None:
+            return largest, largest, largest
+        return self.frames(first_window_s, frame_s), self.frames(self.next_s, frame_s), largest
+
 
 @dataclass(frozen=True)
 class Window:

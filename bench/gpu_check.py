@@ -1,0 +1,76 @@
+"""Concurrency check for the windowed Kokoro path on whatever providers are present (GPU when there is one).
+
+Runs N concurrent streams (default 1, 16, 64, 256) of the short agent reply through KokoroEngine.stream
+with split graphs, on one shared set of ONNX sessions, and reports per level: median and p90 time to
+first audio, and aggregate real-time factor (audio seconds produced per wall second). Needs only numpy
+and onnxruntime (phonemes are given, so no text frontend is loaded). Stops each level at --budget-s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from voxserve.engines.kokoro import KokoroEngine
+from voxserve.engines.kokoro_stream import KokoroStreamer
+from voxserve.engines.onnx import SessionFactory
+
+# misaki phonemes of "Sure, I can help with that. Your order shipped this morning and should arrive on Thursday."
+REPLY = "ʃˈʊɹ, ˌI kæn hˈɛlp wɪð ðˈæt. jˌʊɹ ˈɔɹdəɹ ʃˈɪpt ðɪs mˈɔɹnɪŋ ænd ʃˌʊd əɹˈIv ˌɔn θˈɜɹzdˌA."
+
+
+def one_stream(engine: KokoroEngine, t_start: float) -> tuple[float, float]:
+    first = None
+    audio = 0.0
+    for piece in engine.stream(REPLY, "af_heart", 1.0, first_window_s=0.25):
+        if first is None:
+            first = time.perf_counter() - t_start
+        audio += len(piece.samples) / 24_000
+    return first or 0.0, audio
+
+
+def level(engine: KokoroEngine, streams: int, workers: int) -> dict[str, float]:
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=min(streams, workers)) as pool:
+        results = list(pool.map(lambda _: one_stream(engine, time.perf_counter()), range(streams)))
+    wall = time.perf_counter() - t0
+    ttfa = sorted(r[0] for r in results)
+    return {
+        "streams": streams,
+        "ttfa_median_ms": statistics.median(ttfa) * 1000,
+        "ttfa_p90_ms": ttfa[int(0.9 * (len(ttfa) - 1))] * 1000,
+        "aggregate_rtf_x": sum(r[1] for r in results) / wall,
+        "wall_s": wall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", type=Path, required=True, help="kokoro-v1.0.int8.onnx")
+    parser.add_argument("--voices", type=Path, required=True, help="directory of <voice>.bin")
+    parser.add_argument("--graphs", type=Path, required=True, help="split graph directory")
+    parser.add_argument("--levels", default="1,16,64,256")
+    parser.add_argument("--workers", type=int, default=16, help="threads issuing model calls")
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads per session")
+    args = parser.parse_args()
+    factory = SessionFactory(["auto"], args.threads)
+    print(f"providers: {factory.providers}", flush=True)
+    engine = KokoroEngine(factory.create(args.model), args.voices, KokoroStreamer(factory, args.graphs))
+    one_stream(engine, time.perf_counter())  # warm-up
+    lock = threading.Lock()
+    rows = []
+    for n in (int(x) for x in args.levels.split(",")):
+        row = level(engine, n, args.workers)
+        with lock:
+            rows.append(row)
+        print(json.dumps(row), flush=True)
+    print(json.dumps({"providers": factory.providers, "levels": rows}))
+
+
+if __name__ == "__main__":
+    main()

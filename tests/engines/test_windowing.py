@@ -1,0 +1,37 @@
+"""Window planning: growing windows for a stream's first segment, large ones later."""
+
+from __future__ import annotations
+
+import pytest
+
+from voxserve.engines.windowing import WindowConfig, plan_windows
+from voxserve.errors import InvalidInput
+
+
+def test_windows_cover_every_frame_once_and_grow() -> None:
+    windows = plan_windows(300, 14, 20, 16, 16, growth=2.0, max_size=160)
+    assert windows[0].start == 0 and windows[-1].end == 300
+    assert all(a.end == b.start for a, b in zip(windows, windows[1:], strict=False))
+    sizes = [w.end - w.start for w in windows]
+    assert sizes[:4] == [14, 20, 40, 80]
+    assert max(sizes) <= 160 + 80  # a short remainder may be merged into the last window
+    assert all(w.ctx_start == max(0, w.start - 16) and w.ctx_end == min(300, w.end + 16) for w in windows)
+
+
+def test_fixed_windows_without_growth() -> None:
+    sizes = [w.end - w.start for w in plan_windows(100, 10, 30, 4, 4)]
+    assert sizes == [10, 30, 30, 30]
+
+
+def test_bad_plans_are_refused() -> None:
+    with pytest.raises(InvalidInput):
+        plan_windows(100, 0, 10, 4, 4)
+    with pytest.raises(InvalidInput):
+        plan_windows(100, 10, 10, 4, 4, growth=0.5)
+
+
+def test_config_plans_small_first_windows_only_for_a_streams_first_segment() -> None:
+    config = WindowConfig(first_s=0.25, next_s=0.5, growth=2.0, max_s=4.0)
+    frame = 0.025  # Kokoro: 600 samples at 24 kHz
+    assert config.plan(0.25, frame) == (10, 20, 160)
+    assert config.plan(None, frame) == (160, 160, 160)
