@@ -100,9 +100,10 @@ def launch(tmp_path: Path, model_store: object) -> Iterator[Callable[..., Server
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api
+
     if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed (make system-deps)")
+        pytest.fail("Debian's chromium is not installed: run 'make system-deps' (apt-get install chromium)")
     with sync_api.sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
