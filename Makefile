@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml setup.py
 
 install: $(STAMP)
 
-# Debian packages the end-to-end tests need (Chromium for the playground, nginx for load balancing).
+# Debian packages the end-to-end tests need (Chromium for the playground test).
 system-deps:
 	@bash scripts/system-deps.sh
 
