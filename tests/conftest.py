@@ -63,6 +63,18 @@ class Transcriber:
         segments, _ = self.model.transcribe(audio16, language="en", beam_size=1, vad_filter=False)
         return " ".join(segment.text for segment in segments)
 
+    def words(self, samples: np.ndarray, sample_rate: int) -> list[tuple[str, float]]:
+        """(lower-cased word, start in seconds) as Whisper hears them."""
+        from voxserve.audio import resample
+
+        audio16 = resample(np.asarray(samples, dtype=np.float32), sample_rate, 16_000)
+        segments, _ = self.model.transcribe(audio16, language="en", beam_size=1, word_timestamps=True)
+        return [
+            (re.sub(r"[^a-z0-9']", "", w.word.lower()), float(w.start))
+            for segment in segments
+            for w in (segment.words or [])
+        ]
+
 
 @pytest.fixture(scope="session")
 def transcribe() -> Transcriber:

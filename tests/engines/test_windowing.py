@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from voxserve.engines.windowing import WindowConfig, plan_windows
@@ -11,7 +13,7 @@ from voxserve.errors import InvalidInput
 def test_windows_cover_every_frame_once_and_grow() -> None:
     windows = plan_windows(300, 14, 20, 16, 16, growth=2.0, max_size=160)
     assert windows[0].start == 0 and windows[-1].end == 300
-    assert all(a.end == b.start for a, b in zip(windows, windows[1:], strict=False))
+    assert all(a.end == b.start for a, b in itertools.pairwise(windows))
     sizes = [w.end - w.start for w in windows]
     assert sizes[:4] == [14, 20, 40, 80]
     assert max(sizes) <= 160 + 80  # a short remainder may be merged into the last window

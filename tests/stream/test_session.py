@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import statistics
 import time
 
 import numpy as np
@@ -240,3 +242,21 @@ async def test_a_number_split_across_fragments_is_not_cut_at_its_decimal_point(r
     chunks = [c async for c in session]
     assert len(session.join_positions) == 0  # spoken as one segment
     assert len(audio_of(chunks)) / session.sample_rate > 1.0
+
+
+@pytest.mark.parametrize("voice", ["af_heart", PIPER])
+async def test_word_timings_follow_the_audio(runtime, transcribe, voice: str) -> None:  # type: ignore[no-untyped-def]
+    chunks, session = await collect(runtime, voice, CALLBACK)
+    words = [w for c in chunks for w in c.words]
+    assert [w.word for w in words] == CALLBACK.replace(".", "").split()
+    assert all(a.start_s < a.end_s <= b.start_s + 1e-6 for a, b in itertools.pairwise(words))
+    audio = audio_of(chunks)
+    assert words[-1].end_s <= len(audio) / session.sample_rate + 0.05
+    for chunk in chunks:  # each word is announced with the chunk it starts in (or an earlier one)
+        assert all(w.start_s < chunk.start_s + chunk.duration_s + 1e-6 for w in chunk.words)
+    heard = transcribe.words(audio, session.sample_rate)  # Whisper's own word timestamps
+    ours = {w.word.lower(): w.start_s for w in words}
+    diffs = [abs(ours[word] - start) for word, start in heard if word in ours]
+    assert len(diffs) >= len(words) // 2
+    print(f"{voice}: median |word start - Whisper's| = {statistics.median(diffs) * 1000:.0f} ms")
+    assert statistics.median(diffs) < 0.15
