@@ -144,6 +144,7 @@ class Runtime:
             clause_pause_ms=s.clause_pause_ms,
             lookahead_s=s.lookahead_s,
             idle_flush_ms=s.idle_flush_ms,
+            first_window_s=s.window_first_ms / 1000,
             max_input_chars=s.max_input_chars,
             pace=pace,
         )

@@ -61,9 +61,9 @@ class Settings(BaseSettings):
     decode_mode: Literal["windowed", "sentence"] = Field(
         default="windowed", description="windowed: split graphs decoded in growing windows; sentence: one call each."
     )
-    window_first_ms: int = Field(default=250, ge=25, description="Speech in the first decoder window of a stream.")
-    window_next_ms: int = Field(default=500, ge=25, description="First window of later segments, second of the first.")
-    window_growth: float = Field(default=2.0, ge=1.0, le=8.0, description="Each later window this much larger.")
+    window_first_ms: int = Field(default=600, ge=25, description="Speech in the first decoder window of a stream.")
+    window_next_ms: int = Field(default=700, ge=25, description="First window of later segments, second of the first.")
+    window_growth: float = Field(default=1.4, ge=1.0, le=8.0, description="Each later window this much larger.")
     window_max_ms: int = Field(default=4000, ge=100, description="Largest decoder window.")
     max_pad_ms: int = Field(default=100, ge=25, description="Cap on the model's leading/trailing pad durations.")
 

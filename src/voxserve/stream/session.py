@@ -45,7 +45,7 @@ class SessionConfig:
     clause_pause_ms: int = 160
     lookahead_s: float = 3.0
     max_input_chars: int = 100_000
-    first_window_s: float = 0.25
+    first_window_s: float = 0.6
     idle_flush_ms: int = 150
     pace: bool = True  # keep only ``lookahead_s`` of audio ahead of (virtual) real-time playback
 

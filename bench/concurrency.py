@@ -1,0 +1,93 @@
+"""Concurrent real-time streams on this machine: does every stream keep ahead of playback?
+
+Starts N sessions at once on one Runtime (the server's configuration: one worker pool, earliest
+deadline first), each speaking a ~15 s paragraph paced like a real listener (lookahead on). A stream
+underruns when a chunk arrives after playback (which starts at its first chunk) needed it. Reports,
+per N: median time to first audio, underrun count and total stall time, aggregate audio/wall.
+
+    .venv/bin/python -m bench.concurrency --engine kokoro --streams 1,2,3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+
+from voxserve.runtime import Runtime
+from voxserve.settings import Settings
+from voxserve.types import SynthesisParams
+
+TEXT = (
+    "Streaming speech synthesis turns text into audio while the text is still arriving. "
+    "The first words should be heard within a breath, and the rest should follow without gaps. "
+    "A good server keeps up with many callers at once on modest hardware."
+)
+VERBOSE = False
+VOICES = {"kokoro": "af_heart", "piper": "en_US-joe-medium"}
+
+
+async def one_stream(runtime: Runtime, voice: str) -> dict[str, float]:
+    t0 = time.monotonic()
+    session = runtime.open_session(SynthesisParams(voice=voice), pace=True)
+    session.push_text(TEXT)
+    session.close()
+    first: float | None = None
+    stall = 0.0  # playback clock is pushed back by every stall
+    underruns = 0
+    async for chunk in session:
+        now = time.monotonic()
+        if not len(chunk.samples):
+            continue
+        if first is None:
+            first = now
+            continue
+        due = first + stall + chunk.start_s
+        if now > due + 0.005:
+            underruns += 1
+            stall += now - due
+            if VERBOSE:
+                print(f"  stall of {now - due:.3f} s before audio at {chunk.start_s:.2f} s", flush=True)
+    return {"ttfa_s": (first or t0) - t0, "underruns": underruns, "stall_s": stall, "audio_s": session.stats.audio_s}
+
+
+async def run_level(runtime: Runtime, voice: str, streams: int) -> dict[str, float]:
+    t0 = time.monotonic()
+    results = await asyncio.gather(*(one_stream(runtime, voice) for _ in range(streams)))
+    wall = time.monotonic() - t0
+    return {
+        "streams": streams,
+        "ttfa_median_ms": statistics.median(r["ttfa_s"] for r in results) * 1000,
+        "underruns": sum(r["underruns"] for r in results),
+        "stall_s": sum(r["stall_s"] for r in results),
+        "audio_per_wall": sum(r["audio_s"] for r in results) / wall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--engine", default="kokoro", choices=sorted(VOICES))
+    parser.add_argument("--streams", default="1,2,3")
+    parser.add_argument("--mode", default="windowed", choices=["windowed", "sentence"])
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true", help="print each stall")
+    args = parser.parse_args()
+    global VERBOSE
+    VERBOSE = args.verbose
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, engines=[args.engine], decode_mode=args.mode, intra_op_threads=args.threads
+    )
+    runtime = Runtime(settings)
+    runtime.load(warm=True)
+    try:
+        for n in (int(x) for x in args.streams.split(",")):
+            row = asyncio.run(run_level(runtime, VOICES[args.engine], n))
+            print(json.dumps({"engine": args.engine, "mode": args.mode, **row}), flush=True)
+    finally:
+        runtime.close()
+
+
+if __name__ == "__main__":
+    main()
