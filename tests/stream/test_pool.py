@@ -67,3 +67,24 @@ async def test_cancelled_jobs_are_skipped() -> None:
         assert ran == []
     finally:
         pool.close()
+
+
+def test_a_job_outliving_its_event_loop_does_not_kill_the_worker() -> None:
+    pool = WorkerPool(1)
+    gate = threading.Event()
+    try:
+
+        async def submit_and_leave() -> None:
+            job = asyncio.ensure_future(pool.run(gate.wait))
+            await asyncio.sleep(0.05)  # the job is running; this loop closes when we return
+            job.cancel()
+
+        asyncio.run(submit_and_leave())
+        gate.set()  # the job finishes after its loop is closed
+
+        async def still_served() -> str:
+            return await asyncio.wait_for(pool.run(lambda: "ok"), timeout=5)
+
+        assert asyncio.run(still_served()) == "ok"
+    finally:
+        pool.close()

@@ -117,7 +117,7 @@ async def test_cancel_stops_promptly_and_frees_the_worker(runtime) -> None:  # t
     rest = [c async for c in iterator]
     assert time.monotonic() - t0 < 0.5
     assert len(rest) < 40  # only what was already queued
-    deadline = time.monotonic() + 15  # the unit in flight finishes, nothing after it runs
+    deadline = time.monotonic() + 30  # the unit in flight (up to a 4 s window) finishes, nothing after it
     while runtime.pool.busy or runtime.pool.queue_depth:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)

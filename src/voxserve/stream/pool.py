@@ -10,6 +10,7 @@ reading, and no stream that is ahead of playback starves one that is not.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import threading
@@ -93,12 +94,18 @@ class WorkerPool:
             try:
                 result = job.fn()
             except BaseException as exc:  # handed to the awaiting coroutine, never lost
-                job.loop.call_soon_threadsafe(_set_exception, job.future, exc)
+                _deliver(job, _set_exception, exc)
             else:
-                job.loop.call_soon_threadsafe(_set_result, job.future, result)
+                _deliver(job, _set_result, result)
             finally:
                 with self._cond:
                     self._busy -= 1
+
+
+def _deliver(job: _Job, setter: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:
+    """Hand a result to the job's event loop; if that loop is gone, nobody is waiting any more."""
+    with contextlib.suppress(RuntimeError):  # the loop closed while the job ran (its caller went away)
+        job.loop.call_soon_threadsafe(setter, job.future, value)
 
 
 def _set_result(future: asyncio.Future[Any], result: Any) -> None:
