@@ -102,8 +102,12 @@ class Runtime:
         for engine in self._engines.values():
             voice = default if default in {v.id for v in engine.voices()} else engine.voices()[0].id
             lang = lang_for_voice(voice)
-            segments = self.frontend.phonemize("Hello.", lang, engine.alphabet, max_phonemes=engine.max_phonemes)
-            engine.synthesize(segments[0].phonemes, voice)
+            text = "Hello there, how are you today?"  # long enough for several decoder windows
+            segments = self.frontend.phonemize(text, lang, engine.alphabet, max_phonemes=engine.max_phonemes)
+            phonemes = " ".join(segment.phonemes for segment in segments)
+            # the path requests take: split graphs and windows when windowed, else the whole model
+            for _ in engine.stream(phonemes, voice, first_window_s=self.settings.window_first_ms / 1000):
+                pass
 
     def close(self) -> None:
         if self._pool is not None:
