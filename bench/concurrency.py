@@ -4,8 +4,10 @@ Starts N sessions at once on one Runtime (the server's configuration: one worker
 deadline first), each speaking a ~15 s paragraph paced like a real listener (lookahead on). A stream
 underruns when a chunk arrives after playback (which starts at its first chunk) needed it. Reports,
 per N: median time to first audio, underrun count and total stall time, aggregate audio/wall.
+``--stagger S`` starts stream k after k*S seconds (callers rarely arrive in the same instant; 0 is
+the worst case).
 
-    .venv/bin/python -m bench.concurrency --engine kokoro --streams 1,2,3
+    .venv/bin/python -m bench.concurrency --engine kokoro --streams 1,2,3 [--stagger 1.0]
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ VERBOSE = False
 VOICES = {"kokoro": "af_heart", "piper": "en_US-joe-medium"}
 
 
-async def one_stream(runtime: Runtime, voice: str) -> dict[str, float]:
+async def one_stream(runtime: Runtime, voice: str, delay: float = 0.0) -> dict[str, float]:
+    await asyncio.sleep(delay)
     t0 = time.monotonic()
     session = runtime.open_session(SynthesisParams(voice=voice), pace=True)
     session.push_text(TEXT)
@@ -53,12 +56,13 @@ async def one_stream(runtime: Runtime, voice: str) -> dict[str, float]:
     return {"ttfa_s": (first or t0) - t0, "underruns": underruns, "stall_s": stall, "audio_s": session.stats.audio_s}
 
 
-async def run_level(runtime: Runtime, voice: str, streams: int) -> dict[str, float]:
+async def run_level(runtime: Runtime, voice: str, streams: int, stagger: float = 0.0) -> dict[str, float]:
     t0 = time.monotonic()
-    results = await asyncio.gather(*(one_stream(runtime, voice) for _ in range(streams)))
+    results = await asyncio.gather(*(one_stream(runtime, voice, k * stagger) for k in range(streams)))
     wall = time.monotonic() - t0
     return {
         "streams": streams,
+        "stagger_s": stagger,
         "ttfa_median_ms": statistics.median(r["ttfa_s"] for r in results) * 1000,
         "underruns": sum(r["underruns"] for r in results),
         "stall_s": sum(r["stall_s"] for r in results),
@@ -72,6 +76,7 @@ def main() -> None:
     parser.add_argument("--streams", default="1,2,3")
     parser.add_argument("--mode", default="windowed", choices=["windowed", "sentence"])
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--stagger", type=float, default=0.0, help="seconds between stream starts")
     parser.add_argument("--verbose", action="store_true", help="print each stall")
     args = parser.parse_args()
     global VERBOSE
@@ -83,7 +88,7 @@ def main() -> None:
     runtime.load(warm=True)
     try:
         for n in (int(x) for x in args.streams.split(",")):
-            row = asyncio.run(run_level(runtime, VOICES[args.engine], n))
+            row = asyncio.run(run_level(runtime, VOICES[args.engine], n, args.stagger))
             print(json.dumps({"engine": args.engine, "mode": args.mode, **row}), flush=True)
     finally:
         runtime.close()

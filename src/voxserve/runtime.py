@@ -14,9 +14,12 @@ import time
 
 from voxserve.engines.base import Engine
 from voxserve.engines.kokoro import KokoroEngine
+from voxserve.engines.kokoro_stream import HOP as KOKORO_HOP
+from voxserve.engines.kokoro_stream import SAMPLE_RATE as KOKORO_RATE
 from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.onnx import SessionFactory
 from voxserve.engines.piper import PiperConfig, PiperEngine
+from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
 from voxserve.engines.windowing import WindowConfig
 from voxserve.errors import NotReady, UnknownVoice, UnsupportedLanguage
@@ -53,7 +56,11 @@ class Runtime:
             if self.ready:
                 return
             cores = os.cpu_count() or 1
-            factory = SessionFactory(self.settings.providers, self.settings.resolved_intra_op_threads(cores))
+            factory = SessionFactory(
+                self.settings.providers,
+                self.settings.resolved_intra_op_threads(cores),
+                spinning=self.settings.onnx_spinning,
+            )
             for name in self.settings.engines:
                 t0 = time.perf_counter()
                 engine = self._build_engine(name, factory)
@@ -76,6 +83,7 @@ class Runtime:
             growth=s.window_growth,
             max_s=s.window_max_ms / 1000,
             max_pad_s=s.max_pad_ms / 1000,
+            context_s=s.window_context_ms / 1000,
         )
 
     def _build_engine(self, name: str, factory: SessionFactory) -> Engine:
@@ -87,13 +95,19 @@ class Runtime:
             if windowed:
                 precision = resolve_precision(self.settings.precision, factory.on_gpu)
                 graphs = ensure_split_graphs(self.store, "kokoro", precision)
-                kokoro_streamer = KokoroStreamer(factory, graphs)
+                context = windows.frames(windows.context_s, KOKORO_HOP / KOKORO_RATE)
+                kokoro_streamer = KokoroStreamer(factory, graphs, context_frames=context)
             return KokoroEngine(session, self.store.kokoro_voices_dir(), kokoro_streamer, windows)
         config = PiperConfig.load(self.store.piper_config(), PIPER_VOICE)
         piper_streamer = None
         if windowed:
             graphs = ensure_split_graphs(self.store, "piper")
-            piper_streamer = PiperStreamer(factory, graphs, config.sample_rate)
+            piper_streamer = PiperStreamer(
+                factory,
+                graphs,
+                config.sample_rate,
+                context_frames=windows.frames(windows.context_s, PIPER_HOP / config.sample_rate),
+            )
         return PiperEngine(factory.create(self.store.piper_model()), config, streamer=piper_streamer, windows=windows)
 
     def warm_up(self) -> None:

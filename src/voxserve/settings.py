@@ -61,10 +61,13 @@ class Settings(BaseSettings):
     decode_mode: Literal["windowed", "sentence"] = Field(
         default="windowed", description="windowed: split graphs decoded in growing windows; sentence: one call each."
     )
-    window_first_ms: int = Field(default=600, ge=25, description="Speech in the first decoder window of a stream.")
-    window_next_ms: int = Field(default=700, ge=25, description="First window of later segments, second of the first.")
+    window_first_ms: int = Field(default=400, ge=25, description="Speech in the first decoder window of a stream.")
+    window_next_ms: int = Field(default=500, ge=25, description="First window of later segments, second of the first.")
     window_growth: float = Field(default=1.4, ge=1.0, le=8.0, description="Each later window this much larger.")
     window_max_ms: int = Field(default=4000, ge=100, description="Largest decoder window.")
+    window_context_ms: int = Field(
+        default=200, ge=0, le=1000, description="Audio decoded on each side of a window for a seamless join."
+    )
     max_pad_ms: int = Field(default=100, ge=25, description="Cap on the model's leading/trailing pad durations.")
 
     # --- runtime ----------------------------------------------------------------
@@ -74,6 +77,9 @@ class Settings(BaseSettings):
     )
     intra_op_threads: int = Field(default=0, ge=0, description="Threads per ONNX session (0 = cores).")
     worker_threads: int = Field(default=0, ge=0, description="Synthesis worker threads (0 = 1 per 2 cores, min 1).")
+    onnx_spinning: bool = Field(
+        default=False, description="Let idle ONNX Runtime threads busy-wait (faster only with one session per core)."
+    )
 
     # --- voice defaults -----------------------------------------------------------
     default_voice: str = Field(default="af_heart")
@@ -89,7 +95,9 @@ class Settings(BaseSettings):
     )
     first_segment_words: int = Field(default=6, ge=1, description="Words in the first text segment, at most.")
     max_segment_chars: int = Field(default=400, ge=40, description="Longest text segment sent to a model.")
-    sentence_pause_ms: int = Field(default=420, ge=0, le=2000)
+    sentence_pause_ms: int = Field(
+        default=500, ge=0, le=2000, description="Pause at a sentence join (Kokoro's own are ~500 ms)."
+    )
     clause_pause_ms: int = Field(default=160, ge=0, le=2000)
     idle_flush_ms: int = Field(
         default=150, ge=0, description="Speak a buffered sentence end after this long without new text (0 = never)."

@@ -24,3 +24,10 @@ def test_missing_and_corrupt_model_files(tmp_path) -> None:  # type: ignore[no-u
     bad.write_bytes(b"not a model")
     with pytest.raises(ModelError, match="corrupt"):
         factory.create(bad)
+
+
+def test_idle_threads_do_not_spin_unless_asked() -> None:
+    quiet = SessionFactory(["cpu"], 2).options()
+    assert quiet.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    busy = SessionFactory(["cpu"], 2, spinning=True).options()
+    assert busy.get_session_config_entry("session.intra_op.allow_spinning") == "1"

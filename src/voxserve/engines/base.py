@@ -36,4 +36,8 @@ class Engine(Protocol):
     def stream(
         self, phonemes: str, voice: str, speed: float = 1.0, *, first_window_s: float | None = None
     ) -> Iterator[EngineAudio]:
-        """Yield the audio of ``phonemes`` in one or more pieces, in order."""
+        """Yield the audio of ``phonemes`` in one or more pieces, in order.
+
+        ``first_window_s`` asks a windowed engine for about that much audio in its first piece (then
+        growing windows); ``None`` means its largest windows. Sentence-mode engines ignore it.
+        """

@@ -170,10 +170,19 @@ class KokoroEngine:
             raise InvalidInput("nothing to synthesize: the phoneme string is empty")
         w = self._windows
         front = self._streamer.front(
-            ids, self._voices.style(voice, len(ids)), speed, max_pad_frames=w.frames(w.max_pad_s, FRAME_S)
+            ids,
+            self._voices.style(voice, len(ids)),
+            speed,
+            max_pad_frames=w.frames(w.max_pad_s, FRAME_S),
+            max_lead_frames=w.frames(w.max_lead_s, FRAME_S),
         )
         first, following, largest = w.plan(first_window_s, FRAME_S)
-        yield from self._streamer.decode_windows(front, first, following, growth=w.growth, max_window_frames=largest)
+        # only a stream's very first window (or one for a stream short of audio) is worth starting
+        # without the sentence's statistics: everywhere else they cost nothing audible in latency
+        urgent = first_window_s is not None and first_window_s <= w.first_s
+        yield from self._streamer.decode_windows(
+            front, first, following, growth=w.growth, max_window_frames=largest, voice=voice, early_stats=not urgent
+        )
 
     def _run(self, phonemes: str, voice: str, speed: float) -> npt.NDArray[np.float32]:
         ids = self.token_ids(phonemes)

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.vocoder_stats import RunningStats, VoiceStatsBook
 from voxserve.engines.windowing import CrossfadeJoiner, Window, plan_windows, run_graph
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio
@@ -86,36 +87,14 @@ def source_phase(f0: Array) -> npt.NDArray[np.float64]:
     return np.asarray(np.mod(total * SOURCE_UPSAMPLE, 1.0) / SOURCE_UPSAMPLE, dtype=np.float64)
 
 
-class _VocoderStats:
-    """Frame-weighted running means of the vocoder's instance-norm statistics over decoded windows."""
-
-    def __init__(self, names: list[str]) -> None:
-        self.names = names
-        self.frames = 0
-        self.sums: dict[str, npt.NDArray[np.float64]] = {}
-
-    def add(self, means: Mapping[str, Array], frames: int) -> None:
-        for name in self.names:
-            value = np.asarray(means[name], dtype=np.float64) * frames
-            self.sums[name] = self.sums[name] + value if name in self.sums else value
-        self.frames += frames
-
-    def feeds(self, window_frames: int) -> dict[str, Array]:
-        if not self.frames:
-            return {name: np.zeros((1, 1, 1), dtype=np.float32) for name in self.names} | {
-                "mix_vocoder": np.zeros(1, dtype=np.float32)
-            }
-        out = {name: (self.sums[name] / self.frames).astype(np.float32) for name in self.names}
-        out["mix_vocoder"] = np.array([self.frames / (self.frames + window_frames)], dtype=np.float32)
-        return out
-
-
 class KokoroStreamer:
     """Front + windowed decoder for Kokoro v1.0, from split graphs in ``graph_dir``.
 
     ``context_frames`` frames of context are decoded on each side of a window and cropped;
     ``crossfade_ms`` of the overlap is crossfaded (it must fit in the context). ``carry_phase`` and
-    ``sentence_stats``/``running_stats`` switch the two corrections off for measurements.
+    ``sentence_stats``/``running_stats``/``voice_stats`` switch the corrections off for measurements;
+    ``early_stats`` computes the sentence's frame-rate statistics before the first window instead of
+    after it (better first window, ~15–30 ms later first audio).
     """
 
     def __init__(
@@ -123,11 +102,13 @@ class KokoroStreamer:
         factory: SessionFactory,
         graph_dir: Path,
         *,
-        context_frames: int = 16,
-        crossfade_ms: float = 5.0,
+        context_frames: int = 8,
+        crossfade_ms: float = 25.0,
         carry_phase: bool = True,
         sentence_stats: bool = True,
         running_stats: bool = True,
+        voice_stats: bool = True,
+        early_stats: bool = False,
     ) -> None:
         self.front_session = factory.create(graph_dir / "kokoro_front.onnx")
         self.prosody_session = factory.create(graph_dir / "kokoro_prosody.onnx")
@@ -140,6 +121,8 @@ class KokoroStreamer:
         self.carry_phase = carry_phase
         self.sentence_stats = sentence_stats
         self.running_stats = running_stats
+        self.early_stats = early_stats
+        self.voice_stats = VoiceStatsBook() if voice_stats else None
         self._stat_outputs = [o.name for o in self.stats_session.get_outputs()]
         frame_names = {name.replace("stat_out_", "stat_in_") for name in self._stat_outputs}
         stat_inputs = [i.name for i in self.decoder_session.get_inputs() if i.name.startswith("stat_in_")]
@@ -148,13 +131,24 @@ class KokoroStreamer:
         self._outputs = ["audio", *(name.replace("stat_in_", "stat_out_") for name in self._vocoder_names)]
 
     def front(
-        self, token_ids: npt.NDArray[np.int64], style: Array, speed: float = 1.0, *, max_pad_frames: int | None = None
+        self,
+        token_ids: npt.NDArray[np.int64],
+        style: Array,
+        speed: float = 1.0,
+        *,
+        max_pad_frames: int | None = None,
+        max_lead_frames: int | None = None,
     ) -> KokoroFront:
         """Durations and decoder inputs for one sentence.
 
         ``token_ids`` are phoneme ids without pads (the pads are added here); ``style`` is the voice's
-        [1, 256] row for this length. ``max_pad_frames`` caps the leading/trailing pad durations (the model
-        gives them ~0.3–0.5 s of near-silence); ``None`` keeps the model's durations.
+        [1, 256] row for this length. The model gives the leading/trailing pads ~0.3–0.5 s of
+        near-silence. Prosody (F0, energy) is always predicted over the model's own durations: its
+        LSTMs read the pads, and shortening them blurs the first and last words. Then only the last
+        ``max_lead_frames`` of the leading pad (default ``max_pad_frames``) and the first
+        ``max_pad_frames`` of the trailing one are kept for decoding: they are decoded and trimmed, so
+        every kept pad frame costs time (on a stream's first window, time to first audio). ``None``
+        keeps the model's durations.
         """
         ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
         if len(ids) == 0 or len(ids) + 2 > MAX_TOKENS:
@@ -169,10 +163,7 @@ class KokoroStreamer:
             {"tokens": tokens, "style": style, "speed": np.array([speed], dtype=np.float32)},
             f"Kokoro front on {len(ids)} phonemes",
         )
-        durations = durations_f.reshape(-1).astype(np.int64)
-        if max_pad_frames is not None:
-            durations[0] = min(durations[0], max(max_pad_frames, 1))
-            durations[-1] = min(durations[-1], max(max_pad_frames, 1))
+        durations = np.maximum(durations_f.reshape(-1).astype(np.int64), 1)
         content, f0, energy = run_graph(
             self.prosody_session,
             None,
@@ -184,6 +175,16 @@ class KokoroStreamer:
             },
             "Kokoro prosody",
         )
+        lead_cap = max_pad_frames if max_lead_frames is None else max_lead_frames
+        drop_lead = max(0, int(durations[0]) - max(lead_cap, 1)) if lead_cap is not None else 0
+        drop_tail = max(0, int(durations[-1]) - max(max_pad_frames, 1)) if max_pad_frames is not None else 0
+        if drop_lead or drop_tail:
+            end = int(durations.sum()) - drop_tail
+            durations[0] -= drop_lead
+            durations[-1] -= drop_tail
+            content = np.ascontiguousarray(content[:, :, drop_lead:end])
+            f0 = np.ascontiguousarray(f0[:, F0_PER_FRAME * drop_lead : F0_PER_FRAME * end])
+            energy = np.ascontiguousarray(energy[:, F0_PER_FRAME * drop_lead : F0_PER_FRAME * end])
         return KokoroFront(durations, content, f0, energy, style)
 
     def sentence_frame_stats(self, front: KokoroFront) -> dict[str, Array]:
@@ -210,7 +211,7 @@ class KokoroStreamer:
         front: KokoroFront,
         window: Window,
         phase: npt.NDArray[np.float64] | None,
-        running: _VocoderStats | None,
+        running: RunningStats | None,
         frame_stats: Mapping[str, Array] | None,
     ) -> tuple[Array, dict[str, Array]]:
         a, b = window.ctx_start, window.ctx_end
@@ -226,7 +227,7 @@ class KokoroStreamer:
             "mix_frame": np.array([0.0 if frame_stats is None else 1.0], dtype=np.float32),
         }
         feeds.update(frame_stats or {name: np.zeros((1, 1, 1), dtype=np.float32) for name in self._frame_names})
-        feeds.update((running or _VocoderStats(self._vocoder_names)).feeds(b - a))
+        feeds.update((running or RunningStats(self._vocoder_names)).feeds(b - a))
         audio, *own = run_graph(self.decoder_session, self._outputs, feeds, f"Kokoro decoder on frames {a}..{b}")
         means = dict(zip(self._vocoder_names, own, strict=True))
         return np.asarray(audio, dtype=np.float32).reshape(-1), means
@@ -239,13 +240,19 @@ class KokoroStreamer:
         *,
         growth: float = 1.0,
         max_window_frames: int | None = None,
+        voice: str | None = None,
+        early_stats: bool | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the sentence's audio in pieces: ``first_window_frames`` of speech first, then larger windows.
 
-        The first window also covers the leading pad (so its piece holds real speech) and uses its own
-        statistics; the sentence's frame-rate statistics are computed after it is yielded, for the later
-        windows. Pieces are contiguous and sum to ``front.frames * 600`` samples. The first piece carries
-        ``phoneme_durations`` and ``lead_in``; the last carries ``tail``.
+        The first window also covers the leading pad (so its piece holds real speech). Its frame-rate
+        statistics are the sentence's when ``early_stats`` (default: the streamer's setting), else its
+        own, and the sentence's are computed once it is yielded, for the later windows: ~25 ms sooner
+        first audio, but a short first window's own statistics blur the sentence's first word a little.
+        Vocoder statistics start from ``voice``'s learned average (when known)
+        and follow the sentence's windows as they are decoded; each window's own statistics are added
+        to the voice's average. Pieces are contiguous and sum to ``front.frames * 600`` samples. The
+        first piece carries ``phoneme_durations`` and ``lead_in``; the last carries ``tail``.
         """
         lead = int(front.durations[0])
         tail = int(front.durations[-1])
@@ -254,15 +261,25 @@ class KokoroStreamer:
             front.frames, lead + first_window_frames, window_frames, ctx, ctx, growth=growth, max_size=max_window_frames
         )
         phase = source_phase(front.f0) if self.carry_phase else None
-        running = _VocoderStats(self._vocoder_names) if self.running_stats else None
+        book = self.voice_stats if voice is not None else None
+        running = None
+        if self.running_stats:
+            running = RunningStats(self._vocoder_names, book.prior(voice) if book and voice else None)
         frame_stats: dict[str, Array] | None = None
         joiner = CrossfadeJoiner(HOP, self.crossfade)
+        # the sentence's frame-rate statistics cost ~25 ms: not before the second window when the first
+        # ones are small (it would be late for playback), but before the third
+        small_start = len(windows) > 2 and first_window_frames < (max_window_frames or window_frames)
+        early = self.early_stats if early_stats is None else early_stats
+        stats_at = 0 if early else 2 if small_start else 1
         for i, window in enumerate(windows):
-            if i == 1 and self.sentence_stats:
+            if i == stats_at and self.sentence_stats:
                 frame_stats = self.sentence_frame_stats(front)
             audio, means = self._run(front, window, phase, running, frame_stats)
             if running is not None:
                 running.add(means, window.ctx_end - window.ctx_start)
+            if book is not None and voice is not None:
+                book.record(voice, means, window.ctx_end - window.ctx_start)
             first, last = i == 0, i == len(windows) - 1
             yield EngineAudio(
                 samples=joiner.push(window, audio),

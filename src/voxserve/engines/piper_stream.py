@@ -67,8 +67,8 @@ class PiperStreamer:
         graph_dir: Path,
         sample_rate: int = 22_050,
         *,
-        context_frames: int = 16,
-        crossfade_ms: float = 5.0,
+        context_frames: int = 17,
+        crossfade_ms: float = 25.0,
     ) -> None:
         self.front_session = factory.create(graph_dir / "piper_front.onnx")
         self.decoder_session = factory.create(graph_dir / "piper_decoder.onnx")

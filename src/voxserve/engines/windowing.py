@@ -24,14 +24,18 @@ from voxserve.types import FloatAudio
 class WindowConfig:
     """How an engine cuts a segment into decoder windows (seconds of audio; engines convert to frames)."""
 
-    # The first window of a stream is small so first audio comes fast, but not so small that the next
-    # window (which pays for its context frames) can't be decoded before the first has played:
-    # on 2 CPU threads 0.6 s / 0.7 s / x1.4 is the smallest schedule that plays without stalls.
-    first_s: float = 0.6
-    next_s: float = 0.7
+    # The first window of a stream is small so first audio comes fast; each next one must be decoded
+    # (with its context frames: a fixed cost per window) before the audio already out has played, or
+    # playback stalls. On 2 CPU threads Kokoro decodes ~0.36 s per audio second plus ~0.16 s per window
+    # for 0.2 s of context on each side, so a 0.3 s first window can't grow: 0.4 s / 0.5 s / x1.4 is the
+    # smallest schedule that plays through (first audio ~270 ms for a short reply).
+    first_s: float = 0.4
+    next_s: float = 0.5
     growth: float = 1.4
     max_s: float = 4.0
     max_pad_s: float = 0.1  # cap on the model's pad-token durations
+    max_lead_s: float = 0.05  # cap on the leading pad alone: decoded as left context, then trimmed
+    context_s: float = 0.2  # decoded on each side of a window, then cropped
 
     def frames(self, seconds: float, frame_s: float) -> int:
         return max(1, round(seconds / frame_s))
@@ -46,7 +50,8 @@ class WindowConfig:
         largest = self.frames(self.max_s, frame_s)
         if first_window_s is None:
             return largest, largest, largest
-        return self.frames(first_window_s, frame_s), self.frames(self.next_s, frame_s), largest
+        first = min(self.frames(first_window_s, frame_s), largest)
+        return first, max(first, self.frames(self.next_s, frame_s)), largest
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,11 @@ class SessionConfig:
     chunk_ms: int = 200
     first_segment_words: int = 6
     max_segment_chars: int = 400
-    sentence_pause_ms: int = 420
+    sentence_pause_ms: int = 500
     clause_pause_ms: int = 160
     lookahead_s: float = 3.0
     max_input_chars: int = 100_000
-    first_window_s: float = 0.6
+    first_window_s: float = 0.4
     idle_flush_ms: int = 150
     pace: bool = True  # keep only ``lookahead_s`` of audio ahead of (virtual) real-time playback
 
@@ -274,6 +274,8 @@ class SynthesisSession:
             await self._speak_phonemes(segment, boundary)
 
     async def _speak_phonemes(self, segment: PhonemeSegment, boundary: str) -> None:
+        # a stream's first segment starts with a small window for fast first audio; later ones are made
+        # while earlier audio plays, so the engine's largest windows (fewest seams) are best
         first_window = self._config.first_window_s if self._t_first_audio is None else None
         pieces: Iterator[EngineAudio] = self.engine.stream(
             segment.phonemes, self.params.voice, self.params.speed, first_window_s=first_window

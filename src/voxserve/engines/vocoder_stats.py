@@ -1,0 +1,103 @@
+"""Instance-norm statistics for windowed vocoder decoding: per window, per sentence and per voice.
+
+Kokoro's vocoder normalizes each channel by its mean and variance over time. Decoding a window alone
+would use the window's own statistics, which differ from the whole sentence's: short windows, and
+windows that hold the leading silence, sound different. The decoder graph therefore takes prior
+statistics and a mixing weight (see :func:`voxserve.models.graphs.add_stat_inputs`), and this module
+supplies them:
+
+* :class:`RunningStats` — frame-weighted means of the statistics of a sentence's windows decoded so
+  far, optionally seeded with a voice's prior;
+* :class:`VoiceStatsBook` — per voice, the frame-weighted average of every window decoded with it,
+  learned from traffic at no extra cost (the decoder outputs a window's own statistics anyway). A
+  voice's sentence statistics vary much less between sentences than a 0.4 s window's do, so seeding
+  a sentence's first window with them brings windowed audio closer to whole-sentence decoding
+  (``bench/fidelity.py``). A voice not heard yet gets the average over all voices, which is still
+  better than none.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[np.float32]
+Means = dict[str, npt.NDArray[np.float64]]
+Prior = tuple[Mapping[str, npt.NDArray[np.float64]], int]  # means and their weight in frames
+
+
+class RunningStats:
+    """Frame-weighted running means of the vocoder's statistics over a sentence's decoded windows."""
+
+    def __init__(self, names: list[str], prior: Prior | None = None) -> None:
+        self.names = names
+        self.frames = 0
+        self.sums: Means = {}
+        if prior is not None:
+            means, frames = prior
+            self.add(means, frames)
+
+    def add(self, means: Mapping[str, npt.NDArray[np.floating]], frames: int) -> None:
+        if frames <= 0:
+            return
+        for name in self.names:
+            value = np.asarray(means[name], dtype=np.float64) * frames
+            self.sums[name] = self.sums[name] + value if name in self.sums else value
+        self.frames += frames
+
+    def feeds(self, window_frames: int) -> dict[str, Array]:
+        """Decoder inputs: the prior means and ``mix_vocoder`` (their weight against the window's own)."""
+        if not self.frames:
+            return {name: np.zeros((1, 1, 1), dtype=np.float32) for name in self.names} | {
+                "mix_vocoder": np.zeros(1, dtype=np.float32)
+            }
+        out = {name: (self.sums[name] / self.frames).astype(np.float32) for name in self.names}
+        out["mix_vocoder"] = np.array([self.frames / (self.frames + window_frames)], dtype=np.float32)
+        return out
+
+
+class VoiceStatsBook:
+    """Per-voice average vocoder statistics, learned from the windows each voice has decoded.
+
+    ``prior_frames`` is the weight a voice's average gets when it seeds a sentence (100 frames = 2.5 s
+    of audio: enough to steady a short first window, little enough that a sentence's own statistics
+    take over as its windows are decoded). ``memory_frames`` bounds how much history the average
+    keeps, so it follows a voice used at different speeds. Thread-safe.
+    """
+
+    def __init__(self, prior_frames: int = 100, memory_frames: int = 4000) -> None:
+        self.prior_frames = prior_frames
+        self.memory_frames = memory_frames
+        self._lock = threading.Lock()
+        self._book: dict[str, tuple[Means, int]] = {}
+
+    _ALL = ""  # key of the average over every voice
+
+    def record(self, voice: str, means: Mapping[str, npt.NDArray[np.floating]], frames: int) -> None:
+        if frames <= 0:
+            return
+        new = {name: np.asarray(value, dtype=np.float64) for name, value in means.items()}
+        with self._lock:
+            for key in (voice, self._ALL):
+                old, seen = self._book.get(key, ({}, 0))
+                kept = min(seen, max(self.memory_frames - frames, 0))
+                total = kept + frames
+                mixed = {k: (old[k] * kept + v * frames) / total if old else v for k, v in new.items()}
+                self._book[key] = (mixed, seen + frames)
+
+    def prior(self, voice: str) -> tuple[Means, int] | None:
+        """The voice's average statistics (else all voices') and the weight to give them; None when the
+        book is empty."""
+        with self._lock:
+            entry = self._book.get(voice) or self._book.get(self._ALL)
+        if entry is None:
+            return None
+        means, seen = entry
+        return means, min(seen, self.prior_frames)
+
+    def frames_seen(self, voice: str) -> int:
+        with self._lock:
+            return self._book.get(voice, ({}, 0))[1]
