@@ -264,7 +264,9 @@ class KokoroStreamer:
         book = self.voice_stats if voice is not None else None
         running = None
         if self.running_stats:
-            running = RunningStats(self._vocoder_names, book.prior(voice) if book and voice else None)
+            # one window is the whole sentence: its own statistics are exact, a prior would only blur them
+            prior = book.prior(voice) if book and voice and len(windows) > 1 else None
+            running = RunningStats(self._vocoder_names, prior)
         frame_stats: dict[str, Array] | None = None
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         # the sentence's frame-rate statistics cost ~25 ms: not before the second window when the first
