@@ -23,6 +23,7 @@ from voxserve.engines.kokoro import KokoroVoices
 from voxserve.engines.kokoro_stream import HOP, SAMPLE_RATE, KokoroFront, KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.vocoder_stats import VoiceStatsBook
 from voxserve.models import ModelStore
 from voxserve.models.split_cache import ensure_split_graphs
 from voxserve.runtime import Runtime
@@ -49,6 +50,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--voice", default="af_heart")
     parser.add_argument("--context-ms", type=int, default=None, help="override window_context_ms")
+    parser.add_argument("--prior-frames", type=int, default=None, help="override the voice prior's weight")
     args = parser.parse_args()
     settings = Settings(_env_file=None, engines=["kokoro"])  # type: ignore[call-arg]
     windows = Runtime(settings).window_config()
@@ -76,7 +78,8 @@ def main() -> None:
     rows = []
     for plan, (a, b) in plans.items():
         for warm in (False, True):
-            book = streamer.voice_stats = type(streamer.voice_stats)()  # type: ignore[misc]
+            weight = {"prior_frames": args.prior_frames} if args.prior_frames else {}
+            streamer.voice_stats = VoiceStatsBook(**weight)  # type: ignore[arg-type]
             if warm:
                 for _ in streamer.decode_windows(front(WARM_UP), a, b, growth=windows.growth, voice=args.voice):
                     pass
@@ -97,7 +100,6 @@ def main() -> None:
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
-            del book
 
 
 if __name__ == "__main__":
