@@ -31,3 +31,29 @@ def test_idle_threads_do_not_spin_unless_asked() -> None:
     assert quiet.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     busy = SessionFactory(["cpu"], 2, spinning=True).options()
     assert busy.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+
+
+def test_a_cancelled_run_control_aborts_the_call_in_flight(model_store) -> None:  # type: ignore[no-untyped-def]
+    import threading
+    import time
+
+    import numpy as np
+
+    from voxserve.engines.onnx import RunControl
+    from voxserve.engines.windowing import run_graph
+    from voxserve.errors import Cancelled
+
+    session = SessionFactory(["cpu"], 1).create(model_store.kokoro_model())
+    feeds = {
+        "tokens": np.array([[0, *([50, 83, 156, 102] * 120), 0]], dtype=np.int64),  # ~40 s of speech
+        "style": np.zeros((1, 256), dtype=np.float32),
+        "speed": np.array([1.0], dtype=np.float32),
+    }
+    control = RunControl()
+    threading.Timer(0.3, control.cancel).start()
+    t0 = time.monotonic()
+    with pytest.raises(Cancelled):
+        run_graph(session, None, feeds, "Kokoro", control)
+    assert time.monotonic() - t0 < 2.0  # the whole call takes tens of seconds on one thread
+    with pytest.raises(Cancelled):  # and every later call fails at once
+        run_graph(session, None, feeds, "Kokoro", control)

@@ -117,10 +117,11 @@ async def test_cancel_stops_promptly_and_frees_the_worker(runtime) -> None:  # t
     rest = [c async for c in iterator]
     assert time.monotonic() - t0 < 0.5
     assert len(rest) < 40  # only what was already queued
-    deadline = time.monotonic() + 30  # the unit in flight (up to a 4 s window) finishes, nothing after it
+    # the model call in flight is aborted too: the worker is free well before a decoder window
+    # (up to ~1.5 s of work) could have finished
     while runtime.pool.busy or runtime.pool.queue_depth:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
+        assert time.monotonic() - t0 < 1.0
+        await asyncio.sleep(0.01)
 
 
 async def test_long_text_streams_completely_without_gaps_or_clicks(runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Literal, Protocol, runtime_checkable
 
+from voxserve.engines.onnx import RunControl
 from voxserve.types import EngineAudio, VoiceInfo
 
 Alphabet = Literal["misaki", "espeak"]
@@ -34,10 +35,18 @@ class Engine(Protocol):
     def synthesize(self, phonemes: str, voice: str, speed: float = 1.0) -> EngineAudio: ...
 
     def stream(
-        self, phonemes: str, voice: str, speed: float = 1.0, *, first_window_s: float | None = None
+        self,
+        phonemes: str,
+        voice: str,
+        speed: float = 1.0,
+        *,
+        first_window_s: float | None = None,
+        control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the audio of ``phonemes`` in one or more pieces, in order.
 
         ``first_window_s`` asks a windowed engine for about that much audio in its first piece (then
         growing windows); ``None`` means its largest windows. Sentence-mode engines ignore it.
+        ``control.cancel()`` from another thread aborts the model call in flight (then
+        :class:`~voxserve.errors.Cancelled` is raised).
         """

@@ -14,9 +14,10 @@ import onnxruntime as ort
 from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
+from voxserve.engines.onnx import RunControl
 from voxserve.engines.voices import kokoro_voice_info, parse_blend
-from voxserve.engines.windowing import WindowConfig
-from voxserve.errors import EngineFailure, InvalidInput, UnknownVoice
+from voxserve.engines.windowing import WindowConfig, run_graph
+from voxserve.errors import InvalidInput, UnknownVoice
 from voxserve.types import EngineAudio, VoiceInfo
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,13 @@ class KokoroEngine:
         return EngineAudio(samples=samples, sample_rate=SAMPLE_RATE)
 
     def stream(
-        self, phonemes: str, voice: str, speed: float = 1.0, *, first_window_s: float | None = None
+        self,
+        phonemes: str,
+        voice: str,
+        speed: float = 1.0,
+        *,
+        first_window_s: float | None = None,
+        control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         """Windowed decoding when split graphs are loaded (first audio after a fraction of the segment);
         else one model call per piece of at most 510 phonemes."""
@@ -156,13 +163,13 @@ class KokoroEngine:
         pieces = split_phonemes(phonemes, MAX_TOKENS)
         for i, piece in enumerate(pieces):
             if self._streamer is None:
-                audio = self._run(piece, voice, speed)
+                audio = self._run(piece, voice, speed, control)
                 yield EngineAudio(samples=audio, sample_rate=SAMPLE_RATE, first=True, last=True)
                 continue
-            yield from self._stream_windows(piece, voice, speed, first_window_s if i == 0 else None)
+            yield from self._stream_windows(piece, voice, speed, first_window_s if i == 0 else None, control)
 
     def _stream_windows(
-        self, phonemes: str, voice: str, speed: float, first_window_s: float | None
+        self, phonemes: str, voice: str, speed: float, first_window_s: float | None, control: RunControl | None
     ) -> Iterator[EngineAudio]:
         assert self._streamer is not None
         ids = np.array(self.token_ids(phonemes), dtype=np.int64)
@@ -175,24 +182,31 @@ class KokoroEngine:
             speed,
             max_pad_frames=w.frames(w.max_pad_s, FRAME_S),
             max_lead_frames=w.frames(w.max_lead_s, FRAME_S),
+            control=control,
         )
         first, following, largest = w.plan(first_window_s, FRAME_S)
         # only a stream's very first window (or one for a stream short of audio) is worth starting
         # without the sentence's statistics: everywhere else they cost nothing audible in latency
         urgent = first_window_s is not None and first_window_s <= w.first_s
         yield from self._streamer.decode_windows(
-            front, first, following, growth=w.growth, max_window_frames=largest, voice=voice, early_stats=not urgent
+            front,
+            first,
+            following,
+            growth=w.growth,
+            max_window_frames=largest,
+            voice=voice,
+            early_stats=not urgent,
+            control=control,
         )
 
-    def _run(self, phonemes: str, voice: str, speed: float) -> npt.NDArray[np.float32]:
+    def _run(
+        self, phonemes: str, voice: str, speed: float, control: RunControl | None = None
+    ) -> npt.NDArray[np.float32]:
         ids = self.token_ids(phonemes)
         if not ids:
             raise InvalidInput("nothing to synthesize: the phoneme string is empty")
         style = self._voices.style(voice, len(ids))
         tokens = np.array([[KOKORO_PAD_ID, *ids, KOKORO_PAD_ID]], dtype=np.int64)
         feed = {"tokens": tokens, "style": style, "speed": np.array([speed], dtype=np.float32)}
-        try:
-            (audio,) = self._session.run(["audio"], feed)
-        except Exception as exc:  # ONNX Runtime errors have no common base class
-            raise EngineFailure(f"Kokoro failed on {len(ids)} phonemes: {exc}") from exc
+        (audio,) = run_graph(self._session, ["audio"], feed, f"Kokoro on {len(ids)} phonemes", control)
         return np.asarray(audio, dtype=np.float32).reshape(-1)

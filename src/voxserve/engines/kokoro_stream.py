@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.onnx import RunControl, SessionFactory
 from voxserve.engines.vocoder_stats import RunningStats, VoiceStatsBook
 from voxserve.engines.windowing import CrossfadeJoiner, Window, plan_windows, run_graph
 from voxserve.errors import InvalidInput
@@ -138,6 +138,7 @@ class KokoroStreamer:
         *,
         max_pad_frames: int | None = None,
         max_lead_frames: int | None = None,
+        control: RunControl | None = None,
     ) -> KokoroFront:
         """Durations and decoder inputs for one sentence.
 
@@ -162,6 +163,7 @@ class KokoroStreamer:
             None,
             {"tokens": tokens, "style": style, "speed": np.array([speed], dtype=np.float32)},
             f"Kokoro front on {len(ids)} phonemes",
+            control,
         )
         durations = np.maximum(durations_f.reshape(-1).astype(np.int64), 1)
         content, f0, energy = run_graph(
@@ -174,6 +176,7 @@ class KokoroStreamer:
                 "style": style,
             },
             "Kokoro prosody",
+            control,
         )
         lead_cap = max_pad_frames if max_lead_frames is None else max_lead_frames
         drop_lead = max(0, int(durations[0]) - max(lead_cap, 1)) if lead_cap is not None else 0
@@ -187,13 +190,14 @@ class KokoroStreamer:
             energy = np.ascontiguousarray(energy[:, F0_PER_FRAME * drop_lead : F0_PER_FRAME * end])
         return KokoroFront(durations, content, f0, energy, style)
 
-    def sentence_frame_stats(self, front: KokoroFront) -> dict[str, Array]:
+    def sentence_frame_stats(self, front: KokoroFront, control: RunControl | None = None) -> dict[str, Array]:
         """Whole-sentence means of the decoder's frame-rate instance norms, keyed by decoder input name."""
         stats = run_graph(
             self.stats_session,
             self._stat_outputs,
             {"style": front.style, "content": front.content, "f0": front.f0, "energy": front.energy},
             "Kokoro decoder statistics",
+            control,
         )
         return {name.replace("stat_out_", "stat_in_"): v for name, v in zip(self._stat_outputs, stats, strict=True)}
 
@@ -213,6 +217,7 @@ class KokoroStreamer:
         phase: npt.NDArray[np.float64] | None,
         running: RunningStats | None,
         frame_stats: Mapping[str, Array] | None,
+        control: RunControl | None = None,
     ) -> tuple[Array, dict[str, Array]]:
         a, b = window.ctx_start, window.ctx_end
         phase0 = np.zeros((1, 1, 9), dtype=np.float32)
@@ -228,7 +233,8 @@ class KokoroStreamer:
         }
         feeds.update(frame_stats or {name: np.zeros((1, 1, 1), dtype=np.float32) for name in self._frame_names})
         feeds.update((running or RunningStats(self._vocoder_names)).feeds(b - a))
-        audio, *own = run_graph(self.decoder_session, self._outputs, feeds, f"Kokoro decoder on frames {a}..{b}")
+        what = f"Kokoro decoder on frames {a}..{b}"
+        audio, *own = run_graph(self.decoder_session, self._outputs, feeds, what, control)
         means = dict(zip(self._vocoder_names, own, strict=True))
         return np.asarray(audio, dtype=np.float32).reshape(-1), means
 
@@ -242,6 +248,7 @@ class KokoroStreamer:
         max_window_frames: int | None = None,
         voice: str | None = None,
         early_stats: bool | None = None,
+        control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the sentence's audio in pieces: ``first_window_frames`` of speech first, then larger windows.
 
@@ -276,8 +283,8 @@ class KokoroStreamer:
         stats_at = 0 if early else 2 if small_start else 1
         for i, window in enumerate(windows):
             if i == stats_at and self.sentence_stats:
-                frame_stats = self.sentence_frame_stats(front)
-            audio, means = self._run(front, window, phase, running, frame_stats)
+                frame_stats = self.sentence_frame_stats(front, control)
+            audio, means = self._run(front, window, phase, running, frame_stats, control)
             if running is not None:
                 running.add(means, window.ctx_end - window.ctx_start)
             if book is not None and voice is not None:

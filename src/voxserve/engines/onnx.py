@@ -40,6 +40,27 @@ def resolve_providers(requested: list[str]) -> list[str]:
     return chosen
 
 
+class RunControl:
+    """Lets another thread stop one stream's model calls.
+
+    Pass it to an engine's ``stream``; :meth:`cancel` (from any thread) aborts the ONNX Runtime call
+    in flight, and every later call with it fails at once with :class:`~voxserve.errors.Cancelled`. So
+    a cancelled stream stops costing CPU immediately, not after its current decoder window.
+    """
+
+    def __init__(self) -> None:
+        self.options = ort.RunOptions()
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self.options.terminate = True
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+
 class SessionFactory:
     """Builds ``InferenceSession`` objects with the process-wide provider and thread settings.
 

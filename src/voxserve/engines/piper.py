@@ -13,6 +13,7 @@ import onnxruntime as ort
 
 from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
+from voxserve.engines.onnx import RunControl
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
 from voxserve.engines.windowing import WindowConfig
@@ -141,7 +142,13 @@ class PiperEngine:
         return EngineAudio(samples=np.asarray(audio, dtype=np.float32).reshape(-1), sample_rate=self.sample_rate)
 
     def stream(
-        self, phonemes: str, voice: str, speed: float = 1.0, *, first_window_s: float | None = None
+        self,
+        phonemes: str,
+        voice: str,
+        speed: float = 1.0,
+        *,
+        first_window_s: float | None = None,
+        control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         if self._streamer is None:
             yield self.synthesize(phonemes, voice, speed)
@@ -152,9 +159,15 @@ class PiperEngine:
         if len(ids) <= 3:
             raise InvalidInput("nothing to synthesize: the phoneme string is empty")
         front = self._streamer.front(
-            np.array(ids, dtype=np.int64), length_scale=length_scale, noise_scale=noise_scale, noise_w=noise_w
+            np.array(ids, dtype=np.int64),
+            length_scale=length_scale,
+            noise_scale=noise_scale,
+            noise_w=noise_w,
+            control=control,
         )
         w = self._windows
         frame_s = PIPER_HOP / self.sample_rate
         first, following, largest = w.plan(first_window_s, frame_s)
-        yield from self._streamer.decode_windows(front, first, following, growth=w.growth, max_window_frames=largest)
+        yield from self._streamer.decode_windows(
+            front, first, following, growth=w.growth, max_window_frames=largest, control=control
+        )

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.onnx import RunControl, SessionFactory
 from voxserve.engines.windowing import CrossfadeJoiner, plan_windows, run_graph
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio, FloatAudio
@@ -85,6 +85,7 @@ class PiperStreamer:
         length_scale: float = 1.0,
         noise_scale: float = 0.667,
         noise_w: float = 0.8,
+        control: RunControl | None = None,
     ) -> PiperFront:
         """Latent and durations for the full id sequence (BOS/pads/EOS as Piper lays them out).
 
@@ -104,10 +105,13 @@ class PiperStreamer:
                 "scales": np.array([noise_scale, length_scale, noise_w], dtype=np.float32),
             },
             f"Piper front on {ids.shape[1]} phoneme ids",
+            control,
         )
         return PiperFront(latent=latent, durations=durations.reshape(-1).astype(np.int64), ids=ids.reshape(-1))
 
-    def decode(self, front: PiperFront, start: int = 0, end: int | None = None) -> FloatAudio:
+    def decode(
+        self, front: PiperFront, start: int = 0, end: int | None = None, control: RunControl | None = None
+    ) -> FloatAudio:
         """Decode latent frames ``[start, end)`` in one call."""
         end = front.frames if end is None else end
         (audio,) = run_graph(
@@ -115,6 +119,7 @@ class PiperStreamer:
             None,
             {"latent": np.ascontiguousarray(front.latent[:, :, start:end])},
             f"Piper decoder on frames {start}..{end}",
+            control,
         )
         return np.asarray(audio, dtype=np.float32).reshape(-1)
 
@@ -126,6 +131,7 @@ class PiperStreamer:
         *,
         growth: float = 1.0,
         max_window_frames: int | None = None,
+        control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the audio in contiguous pieces; the first window starts after the lead-in (BOS + pad).
 
@@ -145,7 +151,7 @@ class PiperStreamer:
         )
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         for i, window in enumerate(windows):
-            piece = joiner.push(window, self.decode(front, window.ctx_start, window.ctx_end))
+            piece = joiner.push(window, self.decode(front, window.ctx_start, window.ctx_end, control))
             first, last = i == 0, i == len(windows) - 1
             yield EngineAudio(
                 samples=piece,

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from voxserve.errors import EngineFailure, InvalidInput
+from voxserve.engines.onnx import RunControl
+from voxserve.errors import Cancelled, EngineFailure, InvalidInput
 from voxserve.types import FloatAudio
 
 
@@ -120,9 +121,20 @@ class CrossfadeJoiner:
         return piece
 
 
-def run_graph(session: ort.InferenceSession, outputs: list[str] | None, feeds: dict[str, Any], what: str) -> list[Any]:
-    """``session.run`` with ONNX Runtime's errors turned into :class:`EngineFailure` naming ``what``."""
+def run_graph(
+    session: ort.InferenceSession,
+    outputs: list[str] | None,
+    feeds: dict[str, Any],
+    what: str,
+    control: RunControl | None = None,
+) -> list[Any]:
+    """``session.run`` with ONNX Runtime's errors turned into :class:`EngineFailure` naming ``what``,
+    and a cancelled ``control`` (before or during the call) into :class:`Cancelled`."""
+    if control is not None and control.cancelled:
+        raise Cancelled(f"{what}: the stream was cancelled")
     try:
-        return list(session.run(outputs, feeds))
+        return list(session.run(outputs, feeds, control.options if control is not None else None))
     except Exception as exc:  # ONNX Runtime errors have no common base class
+        if control is not None and control.cancelled:
+            raise Cancelled(f"{what}: the stream was cancelled") from exc
         raise EngineFailure(f"{what} failed: {exc}") from exc

@@ -21,6 +21,7 @@ from voxserve.audio.dsp import trim_silence
 from voxserve.audio.joiner import Joiner
 from voxserve.audio.loudness import LoudnessNormalizer
 from voxserve.engines.base import Engine
+from voxserve.engines.onnx import RunControl
 from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.timing import word_spans
@@ -96,6 +97,7 @@ class SynthesisSession:
         self._chars = 0
         self._closed = False
         self._cancelled = False
+        self._control = RunControl()
         self._t_text: float | None = None
         self._t_first_audio: float | None = None
         self._compute_s = 0.0
@@ -156,10 +158,11 @@ class SynthesisSession:
         self._segments.put_nowait(_END)
 
     def cancel(self) -> None:
-        """Stop now: drop buffered text and queued work; the iterator ends."""
+        """Stop now: drop buffered text and queued work, abort the model call in flight; the iterator ends."""
         if self._cancelled:
             return
         self._cancelled = True
+        self._control.cancel()
         self._closed = True
         self._task.cancel()
 
@@ -278,7 +281,7 @@ class SynthesisSession:
         # while earlier audio plays, so the engine's largest windows (fewest seams) are best
         first_window = self._config.first_window_s if self._t_first_audio is None else None
         pieces: Iterator[EngineAudio] = self.engine.stream(
-            segment.phonemes, self.params.voice, self.params.speed, first_window_s=first_window
+            segment.phonemes, self.params.voice, self.params.speed, first_window_s=first_window, control=self._control
         )
         try:
             while True:
