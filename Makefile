@@ -34,6 +34,7 @@ test: models system-deps lint
 
 bench: models
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.fidelity
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info
