@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     grpc_port: int = Field(default=50051, description="0 disables the gRPC server.")
     max_streams: int = Field(default=16, ge=1, description="Concurrent synthesis streams.")
     max_queue: int = Field(default=32, ge=0, description="Requests waiting for a stream slot.")
+    queue_timeout_s: float = Field(
+        default=30.0, gt=0, le=600, description="Longest a queued request waits for a slot before it is refused."
+    )
     shutdown_grace_s: float = Field(default=10.0, ge=0)
     api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
     jwt_secret: str | None = None

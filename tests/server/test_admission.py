@@ -60,3 +60,13 @@ async def test_draining_refuses_new_and_queued() -> None:
         with pytest.raises(Overloaded):
             await adm.acquire()
     await asyncio.wait_for(adm.wait_idle(), 1)
+
+
+def test_queue_timeout_comes_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from voxserve.server.state import ServerState
+    from voxserve.settings import Settings
+
+    monkeypatch.setenv("VOXSERVE_QUEUE_TIMEOUT_S", "2.5")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    state = ServerState.build(settings, runtime=object())  # type: ignore[arg-type]
+    assert state.admission.queue_timeout_s == 2.5

@@ -38,7 +38,12 @@ class ServerState:
             runtime = Runtime(settings)
         metrics = Metrics()
         lifecycle = Lifecycle(metrics)
-        admission = Admission(settings.max_streams, settings.max_queue, on_change=metrics.on_admission)
+        admission = Admission(
+            settings.max_streams,
+            settings.max_queue,
+            queue_timeout_s=settings.queue_timeout_s,
+            on_change=metrics.on_admission,
+        )
         service = SpeechService(
             settings,
             runtime,
