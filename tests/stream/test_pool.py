@@ -88,3 +88,16 @@ def test_a_job_outliving_its_event_loop_does_not_kill_the_worker() -> None:
         assert asyncio.run(still_served()) == "ok"
     finally:
         pool.close()
+
+
+def test_load_counts_streams_per_worker() -> None:
+    pool = WorkerPool(workers=2)
+    try:
+        assert pool.load == 1.0
+        with pool.streaming():
+            assert pool.load == 1.0  # one stream on two workers: nobody shares
+            with pool.streaming(), pool.streaming(), pool.streaming():
+                assert pool.load == 2.0
+        assert pool.load == 1.0
+    finally:
+        pool.close()

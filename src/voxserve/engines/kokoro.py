@@ -185,9 +185,9 @@ class KokoroEngine:
             control=control,
         )
         first, following, largest = w.plan(first_window_s, FRAME_S)
-        # only a stream's first segment (given a small first window) starts without the sentence's
-        # statistics, to save ~25 ms of first audio; later segments are made ahead of playback
-        urgent = first_window_s is not None
+        # only a stream's first window (or that of a stream about to run dry) starts without the
+        # sentence's statistics, to save ~25 ms; other segments are made well ahead of playback
+        urgent = first_window_s is not None and first_window_s <= w.first_s
         yield from self._streamer.decode_windows(
             front,
             first,

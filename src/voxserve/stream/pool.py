@@ -15,7 +15,7 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -40,6 +40,7 @@ class WorkerPool:
         self._seq = itertools.count()
         self._closed = False
         self._busy = 0
+        self._streams = 0
         self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
             thread.start()
@@ -57,6 +58,23 @@ class WorkerPool:
     def busy(self) -> int:
         with self._cond:
             return self._busy
+
+    @contextlib.contextmanager
+    def streaming(self) -> Iterator[None]:
+        """Count the caller as a stream producing audio while inside the block (see :attr:`load`)."""
+        with self._cond:
+            self._streams += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._streams -= 1
+
+    @property
+    def load(self) -> float:
+        """Streams producing audio per worker thread, at least 1: how many ways each worker is shared."""
+        with self._cond:
+            return max(1.0, self._streams / len(self._threads))
 
     async def run(self, fn: Callable[[], T], *, deadline: float | None = None) -> T:
         loop = asyncio.get_running_loop()

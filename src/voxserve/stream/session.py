@@ -47,6 +47,7 @@ class SessionConfig:
     lookahead_s: float = 3.0
     max_input_chars: int = 100_000
     first_window_s: float = 0.4
+    max_window_s: float = 4.0
     idle_flush_ms: int = 150
     pace: bool = True  # keep only ``lookahead_s`` of audio ahead of (virtual) real-time playback
 
@@ -61,6 +62,23 @@ class SessionStats:
     @property
     def rtf(self) -> float | None:
         return self.compute_s / self.audio_s if self.audio_s > 0 else None
+
+
+def segment_window_s(
+    config: SessionConfig, *, audio_s: float, played_s: float, compute_s: float, load: float
+) -> float | None:
+    """First decoder window for a later segment of a stream (``None``: the engine's largest).
+
+    Later segments are made while earlier audio plays, so they want the largest windows (fewest seams,
+    least overhead); but a window is only started if it can be finished, with a 2.5x margin, before
+    the audio already ahead of playback runs out. Its cost is estimated from the stream's own compute
+    per audio second so far, times ``load`` (streams sharing each worker): a 4 s Kokoro window is ~1.6 s
+    of work, and two streams that each start one with less than that buffered both stall.
+    """
+    ahead = audio_s - played_s
+    cost_per_s = (compute_s / audio_s if audio_s > 0 else 1.0) * load * 2.5
+    affordable = ahead / max(cost_per_s, 1e-3)
+    return None if affordable >= config.max_window_s else max(config.first_window_s, affordable)
 
 
 class SynthesisSession:
@@ -276,10 +294,24 @@ class SynthesisSession:
             boundary = segment.boundary if i < len(segments) - 1 else text_segment.boundary
             await self._speak_phonemes(segment, boundary)
 
+    def _first_window_s(self) -> float | None:
+        """Audio in the first decoder window of the next segment (see :func:`segment_window_s`)."""
+        if self._t_first_audio is None:
+            return self._config.first_window_s
+        return segment_window_s(
+            self._config,
+            audio_s=self._samples_out / self.sample_rate,
+            played_s=time.monotonic() - self._t_first_audio,
+            compute_s=self._compute_s,
+            load=self._pool.load,
+        )
+
     async def _speak_phonemes(self, segment: PhonemeSegment, boundary: str) -> None:
-        # a stream's first segment starts with a small window for fast first audio; later ones are made
-        # while earlier audio plays, so the engine's largest windows (fewest seams) are best
-        first_window = self._config.first_window_s if self._t_first_audio is None else None
+        with self._pool.streaming():
+            await self._speak_windows(segment, boundary)
+
+    async def _speak_windows(self, segment: PhonemeSegment, boundary: str) -> None:
+        first_window = self._first_window_s()
         pieces: Iterator[EngineAudio] = self.engine.stream(
             segment.phonemes, self.params.voice, self.params.speed, first_window_s=first_window, control=self._control
         )
