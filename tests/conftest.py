@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,3 +101,17 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
 @pytest.fixture(scope="session")
 def wer() -> object:
     return word_error_rate
+
+
+@pytest.fixture(scope="session")
+def piper_ids(model_store):  # type: ignore[no-untyped-def]
+    """Turn espeak IPA into Piper's id layout (BOS, pad after every symbol, EOS) with the voice's map."""
+    id_map = json.loads(model_store.piper_config().read_text())["phoneme_id_map"]
+
+    def build(ipa: str) -> list[int]:
+        ids = [1, 0]
+        for symbol in ipa:
+            ids += [*id_map[symbol], 0]
+        return [*ids, 2]
+
+    return build

@@ -160,13 +160,9 @@ def test_kokoro_capped_pads(kokoro: KokoroStreamer, model_store) -> None:  # typ
         kokoro.front(np.array([], dtype=np.int64), voice[1], 1.0)
 
 
-def test_piper_windows_match_whole_decode(split_dir: Path, model_store) -> None:  # type: ignore[no-untyped-def]
+def test_piper_windows_match_whole_decode(split_dir: Path, model_store, piper_ids) -> None:  # type: ignore[no-untyped-def]
     config = json.loads(model_store.piper_config().read_text())
-    id_map = config["phoneme_id_map"]
-    ids = [1, 0]
-    for symbol in PIPER_IPA:
-        ids += [*id_map[symbol], 0]
-    ids.append(2)
+    ids = piper_ids(PIPER_IPA)
     streamer = PiperStreamer(SessionFactory(["cpu"], 2), split_dir, config["audio"]["sample_rate"])
     front = streamer.front(np.array(ids), noise_scale=0.0, noise_w=0.0)
     whole = streamer.decode(front)

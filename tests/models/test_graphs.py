@@ -98,13 +98,9 @@ def test_kokoro_split_reproduces_monolithic(model_store, split_dir: Path) -> Non
     np.testing.assert_allclose(whole, audio, atol=1e-6)
 
 
-def test_piper_split_reproduces_monolithic(model_store, split_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_piper_split_reproduces_monolithic(model_store, split_dir: Path, piper_ids) -> None:  # type: ignore[no-untyped-def]
     config = json.loads(model_store.piper_config().read_text())
-    id_map = config["phoneme_id_map"]
-    ids = [1, 0]
-    for symbol in PIPER_IPA:
-        ids += [*id_map[symbol], 0]
-    ids.append(2)
+    ids = piper_ids(PIPER_IPA)
     streamer = PiperStreamer(SessionFactory(["cpu"], 2), split_dir, config["audio"]["sample_rate"])
     front = streamer.front(np.array(ids), noise_scale=0.0, noise_w=0.0)
 
