@@ -77,6 +77,15 @@ class Settings(BaseSettings):
     )
     intra_op_threads: int = Field(default=0, ge=0, description="Threads per ONNX session (0 = cores).")
     worker_threads: int = Field(default=0, ge=0, description="Synthesis worker threads (0 = 1 per 2 cores, min 1).")
+    decode_batch: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="Most decoder windows of concurrent streams in one call (0 = auto: 1 on CPU, 64 on a GPU).",
+    )
+    decode_batch_wait_ms: float = Field(
+        default=2.0, ge=0, le=100, description="How long a decoder window may wait for others to batch with."
+    )
     onnx_spinning: bool = Field(
         default=False, description="Let idle ONNX Runtime threads busy-wait (faster only with one session per core)."
     )

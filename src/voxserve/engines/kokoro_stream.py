@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from voxserve.engines.batching import BatchPolicy, BatchRunner
 from voxserve.engines.onnx import RunControl, SessionFactory
 from voxserve.engines.vocoder_stats import RunningStats, VoiceStatsBook
 from voxserve.engines.windowing import CrossfadeJoiner, Window, plan_windows, run_graph
@@ -94,7 +95,8 @@ class KokoroStreamer:
     ``crossfade_ms`` of the overlap is crossfaded (it must fit in the context). ``carry_phase`` and
     ``sentence_stats``/``running_stats``/``voice_stats`` switch the corrections off for measurements;
     ``early_stats`` computes the sentence's frame-rate statistics before the first window instead of
-    after it (better first window, ~15–30 ms later first audio).
+    after it (better first window, ~15–30 ms later first audio). ``batch`` lets windows of concurrent
+    streams with the same size share one decoder call (:mod:`voxserve.engines.batching`).
     """
 
     def __init__(
@@ -109,11 +111,13 @@ class KokoroStreamer:
         running_stats: bool = True,
         voice_stats: bool = True,
         early_stats: bool = False,
+        batch: BatchPolicy | None = None,
     ) -> None:
         self.front_session = factory.create(graph_dir / "kokoro_front.onnx")
         self.prosody_session = factory.create(graph_dir / "kokoro_prosody.onnx")
         self.stats_session = factory.create(graph_dir / "kokoro_stats.onnx")
         self.decoder_session = factory.create(graph_dir / "kokoro_decoder.onnx")
+        self.decoder = BatchRunner(self.decoder_session, batch or BatchPolicy(), key_inputs=("content",))
         self.context_frames = context_frames
         self.crossfade = round(crossfade_ms * SAMPLE_RATE / 1000)
         if self.crossfade > context_frames * HOP:
@@ -129,6 +133,10 @@ class KokoroStreamer:
         self._frame_names = sorted(frame_names)
         self._vocoder_names = sorted(set(stat_inputs) - frame_names)
         self._outputs = ["audio", *(name.replace("stat_in_", "stat_out_") for name in self._vocoder_names)]
+
+    def close(self) -> None:
+        """Stop the batching thread (if any); calls still waiting fail with EngineFailure."""
+        self.decoder.close()
 
     def front(
         self,
@@ -234,7 +242,7 @@ class KokoroStreamer:
         feeds.update(frame_stats or {name: np.zeros((1, 1, 1), dtype=np.float32) for name in self._frame_names})
         feeds.update((running or RunningStats(self._vocoder_names)).feeds(b - a))
         what = f"Kokoro decoder on frames {a}..{b}"
-        audio, *own = run_graph(self.decoder_session, self._outputs, feeds, what, control)
+        audio, *own = self.decoder.run(self._outputs, feeds, what, control)
         means = dict(zip(self._vocoder_names, own, strict=True))
         return np.asarray(audio, dtype=np.float32).reshape(-1), means
 

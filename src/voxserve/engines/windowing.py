@@ -37,9 +37,20 @@ class WindowConfig:
     max_pad_s: float = 0.1  # cap on the model's pad-token durations
     max_lead_s: float = 0.05  # cap on the leading pad alone: decoded as left context, then trimmed
     context_s: float = 0.2  # decoded on each side of a window, then cropped
+    # > 0: window sizes are multiples of this, so windows of concurrent streams often have the same
+    # size and can share a batched decoder call (voxserve.engines.batching)
+    quantum_s: float = 0.0
 
     def frames(self, seconds: float, frame_s: float) -> int:
         return max(1, round(seconds / frame_s))
+
+    def window_frames(self, seconds: float, frame_s: float) -> int:
+        """A window size in frames, rounded to the quantum when there is one."""
+        frames = self.frames(seconds, frame_s)
+        if self.quantum_s <= 0:
+            return frames
+        quantum = self.frames(self.quantum_s, frame_s)
+        return max(quantum, round(frames / quantum) * quantum)
 
     def plan(self, first_window_s: float | None, frame_s: float) -> tuple[int, int, int]:
         """(first, second, largest) window sizes in frames for one segment.
@@ -48,11 +59,11 @@ class WindowConfig:
         audio; later segments are made while earlier audio plays, so they use the largest windows
         (fewest seams, least context overhead).
         """
-        largest = self.frames(self.max_s, frame_s)
+        largest = self.window_frames(self.max_s, frame_s)
         if first_window_s is None:
             return largest, largest, largest
-        first = min(self.frames(first_window_s, frame_s), largest)
-        return first, max(first, self.frames(self.next_s, frame_s)), largest
+        first = min(self.window_frames(first_window_s, frame_s), largest)
+        return first, max(first, self.window_frames(self.next_s, frame_s)), largest
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ Kokoro (StyleTTS 2 + iSTFTNet) is cut into four graphs:
   time, so a window alone gets different statistics than the whole sentence; ``stat_in``/``stat_out``
   (see :func:`add_stat_inputs`) let a window use whole-sentence statistics where they are cheap and
   the running means of earlier windows elsewhere. ``phase0 = 0`` and both mixes 0 reproduce the
-  monolithic graph exactly.
+  monolithic graph exactly. Every input and output has a batch dimension (``audio`` is [B, samples]),
+  so windows of several streams with the same number of frames can be decoded in one call
+  (:mod:`voxserve.models.batch_graph`, :mod:`voxserve.engines.batching`).
 
 Piper (VITS) is cut into two: ``piper_front.onnx`` (``input``, ``input_lengths``, ``scales`` → ``latent``
 [1, 192, F] and ``durations`` [1, 1, P]) and ``piper_decoder.onnx`` (``latent`` → ``audio``).
@@ -38,10 +40,14 @@ import onnx
 from onnx import TensorProto, helper
 
 from voxserve.errors import ModelError
+from voxserve.models.batch_graph import make_batchable
 from voxserve.models.fileio import sha256_file
 from voxserve.models.precision import conv1d_as_conv2d, dequantize
 
 SplitPrecision = Literal["int8", "fp32", "fp32-conv2d"]
+
+# Bumped whenever the built graphs change shape or meaning, so caches built by older code are rebuilt.
+SPLIT_FORMAT = 2
 
 KOKORO_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
 PIPER_JOE_SHA256 = "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06"
@@ -52,19 +58,19 @@ KNOWN_HASHES: dict[tuple[str, str], dict[str, str]] = {
         "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",
         "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
         "kokoro_stats.onnx": "91f88f4076f48b032d66a8be9f37c0dc31872ed316e13587f137f3132d39a674",
-        "kokoro_decoder.onnx": "594619177ded4ddb254080c2d9b4bc3de2adeccaa281863f17cf8e9c2c3a8c7c",
+        "kokoro_decoder.onnx": "66aae8450177eba08caa7a45904e3b8dcd03cac58877ff65c8fb9c72b2fcab69",
     },
     (KOKORO_SHA256, "fp32"): {
         "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",
         "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
         "kokoro_stats.onnx": "f76e3f154b70c015a4b28605fa3335dde9d4ddbe946d5513bff881a4596b07b6",
-        "kokoro_decoder.onnx": "e136e621f15fe9db05fa390de863bc1aab1140d76bc7a4eed78497fe2a67092b",
+        "kokoro_decoder.onnx": "fafc360619f0849447c1f236f7325ecc8091752d8d38e619d0b0dbe3c1f10ccf",
     },
     (KOKORO_SHA256, "fp32-conv2d"): {
         "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",
         "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
         "kokoro_stats.onnx": "0784392376707299888d94dc07438268694e517226534a920cd070fa3289314b",
-        "kokoro_decoder.onnx": "2056f9c3d9f906478395352c0ae4188f32fb6e0ec31f73b8b0e0229f6682bc31",
+        "kokoro_decoder.onnx": "f519684f723e62ad5920c3182d5be92c24373ab37161f30ed812c92065dd4df8",
     },
     (PIPER_JOE_SHA256, "int8"): {
         "piper_front.onnx": "f61b8ac0b5c99ed701467bb4ffd556e222ba420098defbde52ba8f9e19919e63",
@@ -341,6 +347,7 @@ def build_split_graphs(
             stats = stats_cut(decoder)
             parts.insert(0, (stats.filename, extract(decoder, stats)))
             add_stat_inputs(decoder)
+            make_batchable(decoder)
         for filename, part in parts:
             path = out_dir / filename
             _write(part, path)
@@ -356,6 +363,7 @@ def build_split_graphs(
             )
     manifest = {
         "family": family,
+        "format": SPLIT_FORMAT,
         "precision": precision,
         "source": model_path.name,
         "source_sha256": source_hash,

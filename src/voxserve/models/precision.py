@@ -167,11 +167,11 @@ def dequantize(model: onnx.ModelProto) -> onnx.ModelProto:
     g.graph.node.extend(nodes)
     for name, value in g.new_inits.items():
         g.graph.initializer.append(numpy_helper.from_array(value, name))
-    _prune(out)
+    prune_unused(out)
     return out
 
 
-def _prune(model: onnx.ModelProto) -> None:
+def prune_unused(model: onnx.ModelProto) -> None:
     """Drop nodes and initializers nothing uses any more (old quantization chains and int8 weights)."""
     graph = model.graph
     needed = {out.name for out in graph.output}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from voxserve.errors import ModelError
 from voxserve.models.fileio import sha256_file
-from voxserve.models.graphs import SplitPrecision, build_split_graphs
+from voxserve.models.graphs import SPLIT_FORMAT, SplitPrecision, build_split_graphs
 from voxserve.models.manifest import InstalledFile
 from voxserve.models.store import Builder, ModelStore
 
@@ -45,6 +45,8 @@ def _current(directory: Path, family: str, source: Path) -> bool:
         info = json.loads(record.read_text())
         files: dict[str, str] = info["files"]
     except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if info.get("format") != SPLIT_FORMAT:
         return False
     if info.get("source_size") != source.stat().st_size or info.get("source_mtime") != source.stat().st_mtime:
         return False
