@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/split_precision.py [--frames 120] [--reps 5]
 
-Builds int8, fp32 and fp32-conv2d split graphs into a temporary directory, decodes the same decoder
+Builds int8, fp32, fp32-conv2d and fp16 split graphs into a temporary directory, decodes the same decoder
 inputs (from the int8 front) with each, and reports medians of wall and process-CPU time, runs of the
 variants interleaved so that load from other processes hits them alike.
 """
@@ -28,7 +28,7 @@ from voxserve.models import ModelStore
 from voxserve.models.graphs import build_split_graphs
 from voxserve.settings import Settings
 
-VARIANTS = ("int8", "fp32", "fp32-conv2d")
+VARIANTS = ("int8", "fp32", "fp32-conv2d", "fp16")
 
 
 def main() -> None:

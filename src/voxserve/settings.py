@@ -56,7 +56,7 @@ class Settings(BaseSettings):
         default_factory=_default_engines, description="Engines loaded at start."
     )
     precision: Precision = Field(
-        default="auto", description="Kokoro decoder precision: auto = int8 on CPU, fp32 on GPU."
+        default="auto", description="Kokoro decoder precision: auto = int8 on CPU, fp16 on GPU."
     )
     decode_mode: Literal["windowed", "sentence"] = Field(
         default="windowed", description="windowed: split graphs decoded in growing windows; sentence: one call each."

@@ -119,14 +119,20 @@ def test_piper_split_reproduces_monolithic(model_store, split_dir: Path, piper_i
     np.testing.assert_allclose(whole, audio.reshape(-1), atol=1e-6)
 
 
-def test_fp32_decoder_sounds_like_int8(model_store, split_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """The dequantized decoder is a float copy of the int8 one: same inputs, near-identical audio."""
-    fp32_dir = tmp_path / "fp32"
-    build_split_graphs(model_store.kokoro_model(), fp32_dir, precision="fp32")
-    decoder = onnx.load(str(fp32_dir / "kokoro_decoder.onnx"))
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_float_decoders_sound_like_int8(model_store, split_dir: Path, tmp_path: Path, precision: str) -> None:  # type: ignore[no-untyped-def]
+    """The dequantized decoder is a float copy of the int8 one (fp16: its convolutions in float16):
+    same inputs, near-identical audio."""
+    float_dir = tmp_path / precision
+    build_split_graphs(model_store.kokoro_model(), float_dir, precision=precision)  # type: ignore[arg-type]
+    decoder = onnx.load(str(float_dir / "kokoro_decoder.onnx"))
     ops = {node.op_type for node in decoder.graph.node}
     assert not ops & {"MatMulInteger", "ConvInteger", "DynamicQuantizeLinear"}
     assert all(init.data_type != TensorProto.INT8 for init in decoder.graph.initializer)
+    convs = [n for n in decoder.graph.node if n.op_type in ("Conv", "ConvTranspose")]
+    weights = {init.name: init.data_type for init in decoder.graph.initializer}
+    expected = TensorProto.FLOAT16 if precision == "fp16" else TensorProto.FLOAT
+    assert convs and all(weights[n.input[1]] == expected for n in convs)
 
     ids = np.array([KOKORO_VOCAB[c] for c in KOKORO_PHONEMES], dtype=np.int64)
     voice = np.fromfile(model_store.kokoro_voice("af_heart"), dtype=np.float32).reshape(510, 1, 256)
@@ -134,8 +140,8 @@ def test_fp32_decoder_sounds_like_int8(model_store, split_dir: Path, tmp_path: P
     int8 = KokoroStreamer(factory, split_dir)
     front = int8.front(ids, voice[len(ids)], 1.0)
     reference = int8.decode(front)
-    fp32 = KokoroStreamer(factory, fp32_dir).decode(front)
-    ref16, test16 = resample_poly(reference, 2, 3), resample_poly(fp32, 2, 3)
-    assert len(fp32) == len(reference)
+    test = KokoroStreamer(factory, float_dir).decode(front)
+    ref16, test16 = resample_poly(reference, 2, 3), resample_poly(test, 2, 3)
+    assert len(test) == len(reference) and np.isfinite(test).all()
     assert pesq(16_000, ref16, test16, "wb") >= 4.0
     assert stoi(ref16, test16, 16_000) >= 0.98

@@ -42,9 +42,9 @@ from onnx import TensorProto, helper
 from voxserve.errors import ModelError
 from voxserve.models.batch_graph import make_batchable
 from voxserve.models.fileio import sha256_file
-from voxserve.models.precision import conv1d_as_conv2d, dequantize
+from voxserve.models.precision import conv1d_as_conv2d, convolutions_fp16, dequantize
 
-SplitPrecision = Literal["int8", "fp32", "fp32-conv2d"]
+SplitPrecision = Literal["int8", "fp32", "fp32-conv2d", "fp16"]
 
 # Bumped whenever the built graphs change shape or meaning, so caches built by older code are rebuilt.
 SPLIT_FORMAT = 2
@@ -71,6 +71,12 @@ KNOWN_HASHES: dict[tuple[str, str], dict[str, str]] = {
         "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
         "kokoro_stats.onnx": "0784392376707299888d94dc07438268694e517226534a920cd070fa3289314b",
         "kokoro_decoder.onnx": "f519684f723e62ad5920c3182d5be92c24373ab37161f30ed812c92065dd4df8",
+    },
+    (KOKORO_SHA256, "fp16"): {
+        "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",
+        "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
+        "kokoro_stats.onnx": "d7186737d9bf2f7389a8bd9e207ccbdc05e19280575dfe68dc04d9559db251cf",
+        "kokoro_decoder.onnx": "aa6e44fcfe9a933537eb2bbd4bae745ba49d4cef7dc34689f5933bd22d31d797",
     },
     (PIPER_JOE_SHA256, "int8"): {
         "piper_front.onnx": "f61b8ac0b5c99ed701467bb4ffd556e222ba420098defbde52ba8f9e19919e63",
@@ -317,9 +323,9 @@ def build_split_graphs(
     """Cut ``model_path`` (Kokoro or Piper) into streamable graphs in ``out_dir``; return their paths.
 
     ``precision`` applies to Kokoro's decoder (95 % of the cost): ``int8`` keeps the graph as shipped,
-    ``fp32`` dequantizes it, ``fp32-conv2d`` also rewrites its 1-D convolutions as 2-D (see
-    :mod:`voxserve.models.precision`). Piper ships in float32 and ignores it. Use one ``out_dir`` per
-    precision: file names do not change.
+    ``fp32`` dequantizes it, ``fp32-conv2d`` also rewrites its 1-D convolutions as 2-D, ``fp16`` runs the
+    dequantized convolutions in float16 (see :mod:`voxserve.models.precision`). Piper ships in float32
+    and ignores it. Use one ``out_dir`` per precision: file names do not change.
 
     Writes ``<family>_split.json`` next to them with the source and output sha256. When the source is a
     known file and ``verify_hashes`` is set, each output must match :data:`KNOWN_HASHES` byte for byte.
@@ -343,6 +349,8 @@ def build_split_graphs(
                 decoder = dequantize(decoder)
             if precision == "fp32-conv2d":
                 decoder = conv1d_as_conv2d(decoder)
+            if precision == "fp16":
+                decoder = convolutions_fp16(decoder)
             parts[0] = (cut.filename, decoder)
             stats = stats_cut(decoder)
             parts.insert(0, (stats.filename, extract(decoder, stats)))
