@@ -149,6 +149,12 @@ class Runtime:
 
     # --- queries ------------------------------------------------------------------------
     @property
+    def decoder_calls(self) -> tuple[int, int]:
+        """(Kokoro decoder calls made, windows they decoded): equal unless windows were batched."""
+        runners = [streamer.decoder for streamer in self._streamers]
+        return sum(r.batches for r in runners), sum(r.windows for r in runners)
+
+    @property
     def pool(self) -> WorkerPool:
         if self._pool is None:
             raise NotReady("models are still loading; retry shortly")

@@ -37,3 +37,15 @@ def test_config_plans_small_first_windows_only_for_a_streams_first_segment() -> 
     frame = 0.025  # Kokoro: 600 samples at 24 kHz
     assert config.plan(0.25, frame) == (10, 20, 160)
     assert config.plan(None, frame) == (160, 160, 160)
+
+
+def test_a_quantum_makes_window_sizes_multiples_of_it() -> None:
+    """With a quantum (batched decoding), windows of different streams come in few, shared sizes."""
+    config = WindowConfig(first_s=0.4, next_s=0.5, max_s=4.0, quantum_s=0.25)
+    frame_s = 0.025
+    first, second, largest = config.plan(0.4, frame_s)
+    assert (first, second, largest) == (20, 20, 160)  # 16 frames round to 2 quanta of 10
+    budgets = [0.61, 0.74, 1.1, 1.3]  # later segments' first windows, from each stream's own budget
+    sizes = {config.plan(s, frame_s)[0] for s in budgets}
+    assert sizes == {20, 30, 40, 50} and all(size % 10 == 0 for size in sizes)
+    assert WindowConfig(first_s=0.4).plan(0.61, frame_s)[0] == 24  # no quantum: as asked

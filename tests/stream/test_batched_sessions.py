@@ -1,0 +1,45 @@
+"""Concurrent sessions on a runtime that batches decoder windows across streams (the GPU setup, on CPU)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from voxserve.runtime import Runtime
+from voxserve.settings import Settings
+from voxserve.types import SynthesisParams
+
+TEXTS = (
+    "Sure, I can help with that. Your order shipped this morning and should arrive on Thursday.",
+    "Please call me back tomorrow afternoon. The meeting has been moved to the second floor.",
+)
+
+
+@pytest.fixture(scope="module")
+def batching_runtime(model_store: object) -> Iterator[Runtime]:
+    settings = Settings(_env_file=None, engines=["kokoro"], decode_batch=4, decode_batch_wait_ms=30)  # type: ignore[call-arg]
+    runtime = Runtime(settings)
+    runtime.load(warm=True)
+    yield runtime
+    runtime.close()
+
+
+async def _speak(runtime: Runtime, text: str) -> np.ndarray:
+    session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
+    session.push_text(text)
+    session.close()
+    return np.concatenate([chunk.samples async for chunk in session])
+
+
+async def test_concurrent_streams_are_batched_and_stay_intelligible(batching_runtime: Runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
+    calls_before, windows_before = batching_runtime.decoder_calls
+    audios = await asyncio.gather(*(_speak(batching_runtime, text) for text in TEXTS))
+    calls, windows = batching_runtime.decoder_calls
+    assert calls - calls_before < windows - windows_before  # some calls held both streams' windows
+    for text, audio in zip(TEXTS, audios, strict=True):
+        assert 4.0 < len(audio) / 24_000 < 9.0
+        heard = transcribe(audio, 24_000)
+        assert wer(text, heard) <= 0.10, heard

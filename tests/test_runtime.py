@@ -1,0 +1,24 @@
+"""Runtime wiring that needs no models: the batching policy and the window plan it implies."""
+
+from __future__ import annotations
+
+from voxserve.runtime import GPU_BATCH, Runtime, batch_policy
+from voxserve.settings import Settings
+
+
+def test_batching_is_off_on_cpu_and_on_for_a_gpu_by_default() -> None:
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert not batch_policy(settings, on_gpu=False).enabled
+    assert batch_policy(settings, on_gpu=True).max_batch == GPU_BATCH
+    chosen = Settings(_env_file=None, decode_batch=8, decode_batch_wait_ms=5)  # type: ignore[call-arg]
+    policy = batch_policy(chosen, on_gpu=False)
+    assert policy.max_batch == 8 and policy.max_wait_s == 0.005
+
+
+def test_window_plan_is_quantized_only_when_batching() -> None:
+    runtime = Runtime(Settings(_env_file=None))  # type: ignore[call-arg]
+    plain = runtime.window_config()
+    assert plain.quantum_s == 0 and plain.growth > 1
+    runtime._batch = batch_policy(Settings(_env_file=None, decode_batch=4), on_gpu=False)  # type: ignore[call-arg]
+    batched = runtime.window_config()
+    assert batched.quantum_s > 0 and batched.growth == 1.0
