@@ -3,7 +3,11 @@
 Runs N concurrent streams (default 1, 16, 64, 256) of the short agent reply through KokoroEngine.stream
 with split graphs, on one shared set of ONNX sessions, and reports per level: median and p90 time to
 first audio, and aggregate real-time factor (audio seconds produced per wall second). Needs only numpy
-and onnxruntime (phonemes are given, so no text frontend is loaded). Stops each level at --budget-s.
+and onnxruntime (phonemes are given, so no text frontend is loaded).
+
+``--batch N`` (default 64) lets up to N streams' decoder windows share one call, with window sizes in
+0.25 s steps as the server uses when batching; ``--batch 1`` measures unbatched calls. Use the
+``--graphs`` of the precision to measure (fp16 is the GPU default).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from voxserve.engines.batching import BatchPolicy
 from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.windowing import WindowConfig
 
 # misaki phonemes of "Sure, I can help with that. Your order shipped this morning and should arrive on Thursday."
 REPLY = "ʃˈʊɹ, ˌI kæn hˈɛlp wɪð ðˈæt. jˌʊɹ ˈɔɹdəɹ ʃˈɪpt ðɪs mˈɔɹnɪŋ ænd ʃˌʊd əɹˈIv ˌɔn θˈɜɹzdˌA."
@@ -57,19 +63,28 @@ def main() -> None:
     parser.add_argument("--levels", default="1,16,64,256")
     parser.add_argument("--workers", type=int, default=16, help="threads issuing model calls")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads per session")
+    parser.add_argument("--batch", type=int, default=64, help="most windows per decoder call (1 = no batching)")
+    parser.add_argument("--batch-wait-ms", type=float, default=2.0)
     args = parser.parse_args()
     factory = SessionFactory(["auto"], args.threads)
-    print(f"providers: {factory.providers}", flush=True)
-    engine = KokoroEngine(factory.create(args.model), args.voices, KokoroStreamer(factory, args.graphs))
+    print(f"providers: {factory.providers}, batch {args.batch}, graphs {args.graphs}", flush=True)
+    policy = BatchPolicy(args.batch, args.batch_wait_ms / 1000)
+    windows = WindowConfig(growth=1.0, quantum_s=0.25) if policy.enabled else WindowConfig()
+    streamer = KokoroStreamer(factory, args.graphs, batch=policy)
+    engine = KokoroEngine(factory.create(args.model), args.voices, streamer, windows)
     one_stream(engine, time.perf_counter())  # warm-up
     lock = threading.Lock()
     rows = []
     for n in (int(x) for x in args.levels.split(",")):
-        row = level(engine, n, args.workers)
+        calls, windows_done = streamer.decoder.batches, streamer.decoder.windows
+        row = level(engine, n, max(args.workers, args.batch))
+        calls, windows_done = streamer.decoder.batches - calls, streamer.decoder.windows - windows_done
+        row["windows_per_call"] = windows_done / max(calls, 1)
         with lock:
             rows.append(row)
         print(json.dumps(row), flush=True)
-    print(json.dumps({"providers": factory.providers, "levels": rows}))
+    streamer.close()
+    print(json.dumps({"providers": factory.providers, "batch": args.batch, "levels": rows}))
 
 
 if __name__ == "__main__":
