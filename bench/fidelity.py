@@ -50,6 +50,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--voice", default="af_heart")
     parser.add_argument("--context-ms", type=int, default=None, help="override window_context_ms")
+    parser.add_argument(
+        "--early-stats", action="store_true", help="sentence frame-rate statistics from the first window on"
+    )
     parser.add_argument("--prior-frames", type=int, default=None, help="override the voice prior's weight")
     args = parser.parse_args()
     settings = Settings(_env_file=None, engines=["kokoro"])  # type: ignore[call-arg]
@@ -86,13 +89,20 @@ def main() -> None:
             scores = []
             for f, whole in fronts:
                 pieces = streamer.decode_windows(
-                    f, a, b, growth=windows.growth, max_window_frames=largest, voice=args.voice if warm else None
+                    f,
+                    a,
+                    b,
+                    growth=windows.growth,
+                    max_window_frames=largest,
+                    voice=args.voice if warm else None,
+                    early_stats=args.early_stats,
                 )
                 scores.append(score(whole, np.concatenate([p.samples for p in pieces])))
             row = {
                 "plan": plan,
                 "voice_stats": "warm" if warm else "none",
                 "context_frames": context,
+                "early_stats": args.early_stats,
                 "pesq_median": round(statistics.median(s[0] for s in scores), 2),
                 "pesq_min": round(min(s[0] for s in scores), 2),
                 "stoi_median": round(statistics.median(s[1] for s in scores), 3),

@@ -100,6 +100,7 @@ class Runtime:
             max_pad_s=s.max_pad_ms / 1000,
             context_s=s.window_context_ms / 1000,
             quantum_s=0.25 if batching else 0.0,
+            early_stats=s.window_early_stats,
         )
 
     def _build_engine(self, name: str, factory: SessionFactory) -> Engine:

@@ -87,3 +87,10 @@ def test_voice_book_is_safe_across_threads() -> None:
     assert book.frames_seen("v") == 400
     means, _ = book.prior("v")  # type: ignore[misc]
     np.testing.assert_allclose(means["stat_in_a"], 2.0)
+
+
+def test_running_stats_feed_the_mix_input_they_are_for() -> None:
+    stats = RunningStats(["stat_in_0"], ({"stat_in_0": np.full((1, 3, 1), 2.0)}, 30), mix="mix_frame")
+    feeds = stats.feeds(10)
+    assert set(feeds) == {"stat_in_0", "mix_frame"}
+    assert feeds["mix_frame"][0] == 0.75 and np.all(feeds["stat_in_0"] == 2.0)

@@ -195,7 +195,7 @@ class KokoroEngine:
             growth=w.growth,
             max_window_frames=largest,
             voice=voice,
-            early_stats=not urgent,
+            early_stats=w.early_stats or not urgent,
             control=control,
         )
 

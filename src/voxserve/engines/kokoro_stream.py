@@ -111,6 +111,7 @@ class KokoroStreamer:
         running_stats: bool = True,
         voice_stats: bool = True,
         early_stats: bool = False,
+        voice_frame_prior: bool = True,
         batch: BatchPolicy | None = None,
     ) -> None:
         self.front_session = factory.create(graph_dir / "kokoro_front.onnx")
@@ -126,13 +127,15 @@ class KokoroStreamer:
         self.sentence_stats = sentence_stats
         self.running_stats = running_stats
         self.early_stats = early_stats
+        self.voice_frame_prior = voice_frame_prior
         self.voice_stats = VoiceStatsBook() if voice_stats else None
         self._stat_outputs = [o.name for o in self.stats_session.get_outputs()]
         frame_names = {name.replace("stat_out_", "stat_in_") for name in self._stat_outputs}
         stat_inputs = [i.name for i in self.decoder_session.get_inputs() if i.name.startswith("stat_in_")]
         self._frame_names = sorted(frame_names)
         self._vocoder_names = sorted(set(stat_inputs) - frame_names)
-        self._outputs = ["audio", *(name.replace("stat_in_", "stat_out_") for name in self._vocoder_names)]
+        self._own_names = self._vocoder_names + self._frame_names  # a window's own statistics, decoder outputs
+        self._outputs = ["audio", *(name.replace("stat_in_", "stat_out_") for name in self._own_names)]
 
     def close(self) -> None:
         """Stop the batching thread (if any); calls still waiting fail with EngineFailure."""
@@ -224,9 +227,10 @@ class KokoroStreamer:
         window: Window,
         phase: npt.NDArray[np.float64] | None,
         running: RunningStats | None,
-        frame_stats: Mapping[str, Array] | None,
+        frame: Mapping[str, Array] | None,
         control: RunControl | None = None,
     ) -> tuple[Array, dict[str, Array]]:
+        """Decode one window; ``frame`` holds the frame-rate statistics and ``mix_frame`` (None: its own)."""
         a, b = window.ctx_start, window.ctx_end
         phase0 = np.zeros((1, 1, 9), dtype=np.float32)
         if phase is not None and a > 0:
@@ -237,13 +241,12 @@ class KokoroStreamer:
             "f0": np.ascontiguousarray(front.f0[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
             "energy": np.ascontiguousarray(front.energy[:, a * F0_PER_FRAME : b * F0_PER_FRAME]),
             "phase0": phase0,
-            "mix_frame": np.array([0.0 if frame_stats is None else 1.0], dtype=np.float32),
         }
-        feeds.update(frame_stats or {name: np.zeros((1, 1, 1), dtype=np.float32) for name in self._frame_names})
+        feeds.update(frame or RunningStats(self._frame_names, mix="mix_frame").feeds(b - a))
         feeds.update((running or RunningStats(self._vocoder_names)).feeds(b - a))
         what = f"Kokoro decoder on frames {a}..{b}"
         audio, *own = self.decoder.run(self._outputs, feeds, what, control)
-        means = dict(zip(self._vocoder_names, own, strict=True))
+        means = dict(zip(self._own_names, own, strict=True))
         return np.asarray(audio, dtype=np.float32).reshape(-1), means
 
     def decode_windows(
@@ -277,12 +280,16 @@ class KokoroStreamer:
         )
         phase = source_phase(front.f0) if self.carry_phase else None
         book = self.voice_stats if voice is not None else None
-        running = None
+        running = early_frame = None
         if self.running_stats:
             # one window is the whole sentence: its own statistics are exact, a prior would only blur them
             prior = book.prior(voice) if book and voice and len(windows) > 1 else None
             running = RunningStats(self._vocoder_names, prior)
-        frame_stats: dict[str, Array] | None = None
+            if prior is not None and self.voice_frame_prior:
+                # until the sentence's frame-rate statistics are computed, the voice's average beats a
+                # short window's own
+                early_frame = RunningStats(self._frame_names, prior, mix="mix_frame")
+        frame: dict[str, Array] | None = None
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         # the sentence's frame-rate statistics cost ~25 ms: not before the second window when the first
         # ones are small (it would be late for playback), but before the third
@@ -290,13 +297,18 @@ class KokoroStreamer:
         early = self.early_stats if early_stats is None else early_stats
         stats_at = 0 if early else 2 if small_start else 1
         for i, window in enumerate(windows):
+            span = window.ctx_end - window.ctx_start
             if i == stats_at and self.sentence_stats:
-                frame_stats = self.sentence_frame_stats(front, control)
-            audio, means = self._run(front, window, phase, running, frame_stats, control)
-            if running is not None:
-                running.add(means, window.ctx_end - window.ctx_start)
+                frame = self.sentence_frame_stats(front, control) | {"mix_frame": np.ones(1, dtype=np.float32)}
+                early_frame = None
+            audio, means = self._run(
+                front, window, phase, running, early_frame.feeds(span) if early_frame else frame, control
+            )
+            for stats in (running, early_frame):
+                if stats is not None:
+                    stats.add(means, span)
             if book is not None and voice is not None:
-                book.record(voice, means, window.ctx_end - window.ctx_start)
+                book.record(voice, means, span)
             first, last = i == 0, i == len(windows) - 1
             yield EngineAudio(
                 samples=joiner.push(window, audio),

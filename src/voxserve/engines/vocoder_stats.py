@@ -32,8 +32,9 @@ Prior = tuple[Mapping[str, npt.NDArray[np.float64]], int]  # means and their wei
 class RunningStats:
     """Frame-weighted running means of the vocoder's statistics over a sentence's decoded windows."""
 
-    def __init__(self, names: list[str], prior: Prior | None = None) -> None:
+    def __init__(self, names: list[str], prior: Prior | None = None, *, mix: str = "mix_vocoder") -> None:
         self.names = names
+        self.mix = mix
         self.frames = 0
         self.sums: Means = {}
         if prior is not None:
@@ -49,13 +50,13 @@ class RunningStats:
         self.frames += frames
 
     def feeds(self, window_frames: int) -> dict[str, Array]:
-        """Decoder inputs: the prior means and ``mix_vocoder`` (their weight against the window's own)."""
+        """Decoder inputs: the prior means and the mix input (their weight against the window's own)."""
         if not self.frames:
             return {name: np.zeros((1, 1, 1), dtype=np.float32) for name in self.names} | {
-                "mix_vocoder": np.zeros(1, dtype=np.float32)
+                self.mix: np.zeros(1, dtype=np.float32)
             }
         out = {name: (self.sums[name] / self.frames).astype(np.float32) for name in self.names}
-        out["mix_vocoder"] = np.array([self.frames / (self.frames + window_frames)], dtype=np.float32)
+        out[self.mix] = np.array([self.frames / (self.frames + window_frames)], dtype=np.float32)
         return out
 
 
