@@ -51,8 +51,9 @@ def main() -> None:
     parser.add_argument("--voice", default="af_heart")
     parser.add_argument("--context-ms", type=int, default=None, help="override window_context_ms")
     parser.add_argument(
-        "--early-stats", action="store_true", help="sentence frame-rate statistics from the first window on"
+        "--late-stats", action="store_true", help="first windows without the sentence's statistics (saves ~30 ms)"
     )
+    parser.add_argument("--first-context-ms", type=int, default=None, help="override window_first_context_ms")
     parser.add_argument("--prior-frames", type=int, default=None, help="override the voice prior's weight")
     args = parser.parse_args()
     settings = Settings(_env_file=None, engines=["kokoro"])  # type: ignore[call-arg]
@@ -76,7 +77,10 @@ def main() -> None:
         )
 
     first, following, largest = windows.plan(windows.first_s, frame_s)
+    early = windows.early_stats and not args.late_stats
+    first_ms = args.first_context_ms or settings.window_first_context_ms
     plans = {"first segment": (first, following), "later segment": (largest, largest)}
+    first_context = {"first segment": windows.frames(first_ms / 1000, frame_s), "later segment": None}
     fronts = [(f, streamer.decode(f)) for f in map(front, SENTENCES)]
     rows = []
     for plan, (a, b) in plans.items():
@@ -95,14 +99,16 @@ def main() -> None:
                     growth=windows.growth,
                     max_window_frames=largest,
                     voice=args.voice if warm else None,
-                    early_stats=args.early_stats,
+                    early_stats=early,
+                    first_context_frames=first_context[plan],
                 )
                 scores.append(score(whole, np.concatenate([p.samples for p in pieces])))
             row = {
                 "plan": plan,
                 "voice_stats": "warm" if warm else "none",
                 "context_frames": context,
-                "early_stats": args.early_stats,
+                "early_stats": early,
+                "first_context_frames": first_context[plan],
                 "pesq_median": round(statistics.median(s[0] for s in scores), 2),
                 "pesq_min": round(min(s[0] for s in scores), 2),
                 "stoi_median": round(statistics.median(s[1] for s in scores), 3),

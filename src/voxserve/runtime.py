@@ -101,6 +101,7 @@ class Runtime:
             context_s=s.window_context_ms / 1000,
             quantum_s=0.25 if batching else 0.0,
             early_stats=s.window_early_stats,
+            first_context_s=s.window_first_context_ms / 1000,
         )
 
     def _build_engine(self, name: str, factory: SessionFactory) -> Engine:

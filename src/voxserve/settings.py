@@ -69,8 +69,11 @@ class Settings(BaseSettings):
         default=200, ge=0, le=1000, description="Audio decoded on each side of a window for a seamless join."
     )
     window_early_stats: bool = Field(
-        default=False,
-        description="Sentence statistics before a stream's first window: truer first sentence, ~35 ms later audio.",
+        default=True,
+        description="Sentence statistics before a stream's first window: truer first sentence, ~30 ms later audio.",
+    )
+    window_first_context_ms: int = Field(
+        default=100, ge=25, le=1000, description="Right context of a stream's first decoder window (work before audio)."
     )
     max_pad_ms: int = Field(default=100, ge=25, description="Cap on the model's leading/trailing pad durations.")
 

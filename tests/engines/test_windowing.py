@@ -49,3 +49,10 @@ def test_a_quantum_makes_window_sizes_multiples_of_it() -> None:
     sizes = {config.plan(s, frame_s)[0] for s in budgets}
     assert sizes == {20, 30, 40, 50} and all(size % 10 == 0 for size in sizes)
     assert WindowConfig(first_s=0.4).plan(0.61, frame_s)[0] == 24  # no quantum: as asked
+
+
+def test_the_first_window_can_have_less_right_context() -> None:
+    plain = plan_windows(100, 10, 30, 8, 8)
+    short = plan_windows(100, 10, 30, 8, 8, first_right=4)
+    assert short[0].ctx_end == 14 and plain[0].ctx_end == 18
+    assert short[1:] == plain[1:] and short[0].start == plain[0].start and short[0].end == plain[0].end

@@ -185,8 +185,9 @@ class KokoroEngine:
             control=control,
         )
         first, following, largest = w.plan(first_window_s, FRAME_S)
-        # only a stream's first window (or that of a stream about to run dry) starts without the
-        # sentence's statistics, to save ~25 ms; other segments are made well ahead of playback
+        # a stream's first segment (or that of a stream about to run dry) may skip the sentence's
+        # statistics before its first window (window_early_stats=false) and gets less right context on
+        # it: both are work before its first audio; other segments are made well ahead of playback
         urgent = first_window_s is not None and first_window_s <= w.first_s
         yield from self._streamer.decode_windows(
             front,
@@ -196,6 +197,7 @@ class KokoroEngine:
             max_window_frames=largest,
             voice=voice,
             early_stats=w.early_stats or not urgent,
+            first_context_frames=w.frames(w.first_context_s, FRAME_S) if urgent else None,
             control=control,
         )
 

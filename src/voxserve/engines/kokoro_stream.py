@@ -259,6 +259,7 @@ class KokoroStreamer:
         max_window_frames: int | None = None,
         voice: str | None = None,
         early_stats: bool | None = None,
+        first_context_frames: int | None = None,
         control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the sentence's audio in pieces: ``first_window_frames`` of speech first, then larger windows.
@@ -267,7 +268,9 @@ class KokoroStreamer:
         statistics are the sentence's when ``early_stats`` (default: the streamer's setting), else its
         own, and the sentence's are computed once it is yielded, for the later windows: ~25 ms sooner
         first audio, but a short first window's own statistics blur the sentence's first word a little.
-        Vocoder statistics start from ``voice``'s learned average (when known)
+        ``first_context_frames`` (at least the crossfade) replaces the right context of the first window
+        only: each frame of it is work before first audio. Vocoder statistics start from ``voice``'s
+        learned average (when known)
         and follow the sentence's windows as they are decoded; each window's own statistics are added
         to the voice's average. Pieces are contiguous and sum to ``front.frames * 600`` samples. The
         first piece carries ``phoneme_durations`` and ``lead_in``; the last carries ``tail``.
@@ -276,7 +279,14 @@ class KokoroStreamer:
         tail = int(front.durations[-1])
         ctx = self.context_frames
         windows = plan_windows(
-            front.frames, lead + first_window_frames, window_frames, ctx, ctx, growth=growth, max_size=max_window_frames
+            front.frames,
+            lead + first_window_frames,
+            window_frames,
+            ctx,
+            ctx,
+            growth=growth,
+            max_size=max_window_frames,
+            first_right=None if first_context_frames is None else max(first_context_frames, -(-self.crossfade // HOP)),
         )
         phase = source_phase(front.f0) if self.carry_phase else None
         book = self.voice_stats if voice is not None else None
@@ -298,7 +308,7 @@ class KokoroStreamer:
         stats_at = 0 if early else 2 if small_start else 1
         for i, window in enumerate(windows):
             span = window.ctx_end - window.ctx_start
-            if i == stats_at and self.sentence_stats:
+            if i == stats_at and self.sentence_stats and len(windows) > 1:  # one window: its own are exact
                 frame = self.sentence_frame_stats(front, control) | {"mix_frame": np.ones(1, dtype=np.float32)}
                 early_frame = None
             audio, means = self._run(

@@ -40,9 +40,12 @@ class WindowConfig:
     # > 0: window sizes are multiples of this, so windows of concurrent streams often have the same
     # size and can share a batched decoder call (voxserve.engines.batching)
     quantum_s: float = 0.0
-    # the sentence's frame-rate statistics before a stream's first window too: its first segment sounds
-    # closer to a whole-sentence decode (PESQ-wb 3.45 -> 3.91), first audio comes ~35 ms later
-    early_stats: bool = False
+    # the sentence's frame-rate statistics before a stream's first window too (~30 ms): its first
+    # segment sounds closer to a whole-sentence decode (PESQ-wb 3.45 -> 3.89) ...
+    early_stats: bool = True
+    # ... paid for by less right context on that first window (0.1 s instead of 0.2 s: ~33 ms less
+    # work before first audio, PESQ-wb 3.91 -> 3.89)
+    first_context_s: float = 0.1
 
     def frames(self, seconds: float, frame_s: float) -> int:
         return max(1, round(seconds / frame_s))
@@ -80,13 +83,22 @@ class Window:
 
 
 def plan_windows(
-    frames: int, first: int, size: int, left: int, right: int, *, growth: float = 1.0, max_size: int | None = None
+    frames: int,
+    first: int,
+    size: int,
+    left: int,
+    right: int,
+    *,
+    growth: float = 1.0,
+    max_size: int | None = None,
+    first_right: int | None = None,
 ) -> list[Window]:
     """Cut ``frames`` into a first window of ``first`` frames then windows of ``size`` frames.
 
     With ``growth`` > 1 each later window is that much larger than the one before, up to ``max_size``:
     small windows early keep playback fed right after the first audio, large ones later cost less
     context overhead. A last window shorter than half of the step is merged into the one before it.
+    ``first_right`` (default ``right``) is the first window's right context.
     """
     if first < 1 or size < 1 or left < 0 or right < 0 or growth < 1.0:
         raise InvalidInput(f"bad window plan first={first} size={size} left={left} right={right} growth={growth}")
@@ -102,7 +114,11 @@ def plan_windows(
     bounds.append(frames)
     if len(bounds) > 2 and bounds[-1] - bounds[-2] < size // 2 and bounds[-2] != min(first, frames):
         del bounds[-2]
-    return [Window(a, b, max(0, a - left), min(frames, b + right)) for a, b in itertools.pairwise(bounds)]
+    windows = [Window(a, b, max(0, a - left), min(frames, b + right)) for a, b in itertools.pairwise(bounds)]
+    if first_right is not None:
+        head = windows[0]
+        windows[0] = Window(head.start, head.end, head.ctx_start, min(frames, head.end + first_right))
+    return windows
 
 
 def fade_curves(length: int) -> tuple[FloatAudio, FloatAudio]:
