@@ -135,7 +135,8 @@ class Runtime:
         for engine in self._engines.values():
             voice = default if default in {v.id for v in engine.voices()} else engine.voices()[0].id
             lang = lang_for_voice(voice)
-            text = "Hello there, how are you today?"  # long enough for several decoder windows
+            # long enough for windows of several sizes: they teach the engine what a window costs here
+            text = "Hello there, how are you today? I hope the weather is nice where you are."
             segments = self.frontend.phonemize(text, lang, engine.alphabet, max_phonemes=engine.max_phonemes)
             phonemes = " ".join(segment.phonemes for segment in segments)
             # the path requests take: split graphs and windows when windowed, else the whole model

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Literal, Protocol, runtime_checkable
 
 from voxserve.engines.onnx import RunControl
+from voxserve.engines.windowing import WindowCost
 from voxserve.types import EngineAudio, VoiceInfo
 
 Alphabet = Literal["misaki", "espeak"]
@@ -23,6 +24,10 @@ class Engine(Protocol):
     sample_rate: int
     alphabet: Alphabet  # which phoneme alphabet the engine expects
     max_phonemes: int  # longest phoneme string one call accepts
+
+    @property
+    def window_cost(self) -> WindowCost | None:
+        """What a decoder window costs on this machine, learned as it decodes (None: not windowed)."""
 
     def voices(self) -> list[VoiceInfo]: ...
 

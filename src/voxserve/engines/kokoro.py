@@ -16,7 +16,7 @@ from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
 from voxserve.engines.onnx import RunControl
 from voxserve.engines.voices import kokoro_voice_info, parse_blend
-from voxserve.engines.windowing import WindowConfig, run_graph
+from voxserve.engines.windowing import WindowConfig, WindowCost, run_graph
 from voxserve.errors import InvalidInput, UnknownVoice
 from voxserve.types import EngineAudio, VoiceInfo
 
@@ -111,6 +111,10 @@ class KokoroEngine:
         self._voice_ids = self._voices.ids()
         self._streamer = streamer
         self._windows = windows or WindowConfig()
+
+    @property
+    def window_cost(self) -> WindowCost | None:
+        return self._streamer.cost if self._streamer is not None else None
 
     @property
     def windowed(self) -> bool:

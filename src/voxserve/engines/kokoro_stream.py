@@ -19,6 +19,7 @@ Two things make a window differ from the same frames of a whole-sentence decode:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy.typing as npt
 from voxserve.engines.batching import BatchPolicy, BatchRunner
 from voxserve.engines.onnx import RunControl, SessionFactory
 from voxserve.engines.vocoder_stats import RunningStats, VoiceStatsBook
-from voxserve.engines.windowing import CrossfadeJoiner, Window, plan_windows, run_graph
+from voxserve.engines.windowing import CrossfadeJoiner, Window, WindowCost, plan_windows, run_graph
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio
 
@@ -118,6 +119,7 @@ class KokoroStreamer:
         self.prosody_session = factory.create(graph_dir / "kokoro_prosody.onnx")
         self.stats_session = factory.create(graph_dir / "kokoro_stats.onnx")
         self.decoder_session = factory.create(graph_dir / "kokoro_decoder.onnx")
+        self.cost = WindowCost(context_frames * HOP / SAMPLE_RATE)  # learned work per window, for budgets
         self.decoder = BatchRunner(self.decoder_session, batch or BatchPolicy(), key_inputs=("content",))
         self.context_frames = context_frames
         self.crossfade = round(crossfade_ms * SAMPLE_RATE / 1000)
@@ -311,9 +313,11 @@ class KokoroStreamer:
             if i == stats_at and self.sentence_stats and len(windows) > 1:  # one window: its own are exact
                 frame = self.sentence_frame_stats(front, control) | {"mix_frame": np.ones(1, dtype=np.float32)}
                 early_frame = None
+            started = time.perf_counter()
             audio, means = self._run(
                 front, window, phase, running, early_frame.feeds(span) if early_frame else frame, control
             )
+            self.cost.record((window.ctx_end - window.ctx_start) * HOP / SAMPLE_RATE, time.perf_counter() - started)
             for stats in (running, early_frame):
                 if stats is not None:
                     stats.add(means, span)

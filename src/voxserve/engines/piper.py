@@ -16,7 +16,7 @@ from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.onnx import RunControl
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
-from voxserve.engines.windowing import WindowConfig
+from voxserve.engines.windowing import WindowConfig, WindowCost
 from voxserve.errors import EngineFailure, InvalidInput, ModelError, UnknownVoice
 from voxserve.types import EngineAudio, VoiceInfo
 
@@ -75,6 +75,10 @@ class PiperEngine:
         self._inputs = {i.name for i in session.get_inputs()}
         self._streamer = streamer
         self._windows = windows or WindowConfig()
+
+    @property
+    def window_cost(self) -> WindowCost | None:
+        return self._streamer.cost if self._streamer is not None else None
 
     @property
     def windowed(self) -> bool:

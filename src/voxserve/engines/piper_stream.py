@@ -8,6 +8,7 @@ audio to within float rounding.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.onnx import RunControl, SessionFactory
-from voxserve.engines.windowing import CrossfadeJoiner, plan_windows, run_graph
+from voxserve.engines.windowing import CrossfadeJoiner, WindowCost, plan_windows, run_graph
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio, FloatAudio
 
@@ -74,6 +75,7 @@ class PiperStreamer:
         self.decoder_session = factory.create(graph_dir / "piper_decoder.onnx")
         self.sample_rate = sample_rate
         self.context_frames = context_frames
+        self.cost = WindowCost(context_frames * HOP / sample_rate)  # learned work per window, for budgets
         self.crossfade = round(crossfade_ms * sample_rate / 1000)
         if self.crossfade > context_frames * HOP:
             raise InvalidInput(f"crossfade of {crossfade_ms} ms does not fit in {context_frames} context frames")
@@ -151,7 +153,10 @@ class PiperStreamer:
         )
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         for i, window in enumerate(windows):
+            started = time.perf_counter()
             piece = joiner.push(window, self.decode(front, window.ctx_start, window.ctx_end, control))
+            decoded_s = (window.ctx_end - window.ctx_start) * HOP / self.sample_rate
+            self.cost.record(decoded_s, time.perf_counter() - started)
             first, last = i == 0, i == len(windows) - 1
             yield EngineAudio(
                 samples=piece,

@@ -9,7 +9,9 @@ of a whole-sentence decode.
 
 from __future__ import annotations
 
+import collections
 import itertools
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,6 +151,36 @@ class CrossfadeJoiner:
         tail = decoded[hi : hi + self.crossfade]
         self._tail = np.asarray(tail, dtype=np.float32) if len(tail) == self.crossfade and self.crossfade else None
         return piece
+
+
+class WindowCost:
+    """Running fit of what a decoder window costs: ``seconds = a0 + b * decoded audio seconds``.
+
+    Windows are recorded with the audio they decoded (context included); :meth:`fit` answers for a
+    window in the middle of a segment, which decodes ``context_s`` more on each side than it emits.
+    Thread-safe. ``fit()`` is None until ``min_samples`` windows of clearly different sizes are known.
+    """
+
+    def __init__(self, context_s: float, history: int = 256, min_samples: int = 4) -> None:
+        self.context_s = context_s
+        self._samples: collections.deque[tuple[float, float]] = collections.deque(maxlen=history)
+        self._lock = threading.Lock()
+        self.min_samples = min_samples
+
+    def record(self, decoded_s: float, seconds: float) -> None:
+        if decoded_s > 0 and seconds > 0:
+            with self._lock:
+                self._samples.append((decoded_s, seconds))
+
+    def fit(self) -> tuple[float, float] | None:
+        """(a, b): seconds of work per window (its context included) and per audio second it emits."""
+        with self._lock:
+            samples = np.array(self._samples, dtype=np.float64)
+        if len(samples) < self.min_samples or samples[:, 0].max() < 2 * samples[:, 0].min():
+            return None
+        b, a0 = np.polyfit(samples[:, 0], samples[:, 1], 1)
+        b = max(float(b), 1e-4)
+        return max(float(a0), 0.0) + 2 * self.context_s * b, b
 
 
 def run_graph(

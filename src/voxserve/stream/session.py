@@ -25,6 +25,7 @@ from voxserve.engines.onnx import RunControl
 from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.timing import word_spans
+from voxserve.stream.window_budget import segment_window_s, start_window_s
 from voxserve.text.frontend import Frontend
 from voxserve.text.segment import IncrementalSegmenter, TextSegment
 from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, SynthesisParams, WordTiming
@@ -62,23 +63,6 @@ class SessionStats:
     @property
     def rtf(self) -> float | None:
         return self.compute_s / self.audio_s if self.audio_s > 0 else None
-
-
-def segment_window_s(
-    config: SessionConfig, *, audio_s: float, played_s: float, compute_s: float, load: float
-) -> float | None:
-    """First decoder window for a later segment of a stream (``None``: the engine's largest).
-
-    Later segments are made while earlier audio plays, so they want the largest windows (fewest seams,
-    least overhead); but a window is only started if it can be finished, with a 2.5x margin, before
-    the audio already ahead of playback runs out. Its cost is estimated from the stream's own compute
-    per audio second so far, times ``load`` (streams sharing each worker): a 4 s Kokoro window is ~1.6 s
-    of work, and two streams that each start one with less than that buffered both stall.
-    """
-    ahead = audio_s - played_s
-    cost_per_s = (compute_s / audio_s if audio_s > 0 else 1.0) * load * 2.5
-    affordable = ahead / max(cost_per_s, 1e-3)
-    return None if affordable >= config.max_window_s else max(config.first_window_s, affordable)
 
 
 class SynthesisSession:
@@ -239,7 +223,8 @@ class SynthesisSession:
                 if segment is _END:
                     break
                 assert isinstance(segment, TextSegment)
-                await self._speak(segment)
+                with self._pool.streaming():
+                    await self._speak(segment)
             if self._samples_out == 0:
                 if not self._chars:
                     raise InvalidInput("input text is empty: nothing speakable was sent")
@@ -292,23 +277,24 @@ class SynthesisSession:
         assert isinstance(segments, list)
         for i, segment in enumerate(segments):
             boundary = segment.boundary if i < len(segments) - 1 else text_segment.boundary
-            await self._speak_phonemes(segment, boundary)
+            await self._speak_windows(segment, boundary)
 
     def _first_window_s(self) -> float | None:
-        """Audio in the first decoder window of the next segment (see :func:`segment_window_s`)."""
+        """Audio in the first decoder window of the next segment (see :mod:`.window_budget`)."""
+        first_s, max_s = self._config.first_window_s, self._config.max_window_s
+        learned = self.engine.window_cost
+        cost = learned.fit() if learned is not None else None
         if self._t_first_audio is None:
-            return self._config.first_window_s
+            return start_window_s(first_s, max_s, cost, self._pool.load)
         return segment_window_s(
-            self._config,
+            first_s,
+            max_s,
             audio_s=self._samples_out / self.sample_rate,
             played_s=time.monotonic() - self._t_first_audio,
             compute_s=self._compute_s,
             load=self._pool.load,
+            cost=cost,
         )
-
-    async def _speak_phonemes(self, segment: PhonemeSegment, boundary: str) -> None:
-        with self._pool.streaming():
-            await self._speak_windows(segment, boundary)
 
     async def _speak_windows(self, segment: PhonemeSegment, boundary: str) -> None:
         first_window = self._first_window_s()
