@@ -114,7 +114,9 @@ def plan_windows(
         size = int(step)
         step = min(step * growth, float(cap))
     bounds.append(frames)
-    if len(bounds) > 2 and bounds[-1] - bounds[-2] < size // 2 and bounds[-2] != min(first, frames):
+    # (a small first window is kept: it is there for fast first audio)
+    small_first = bounds[-2] == min(first, frames) and first < size
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] < size // 2 and not small_first:
         del bounds[-2]
     windows = [Window(a, b, max(0, a - left), min(frames, b + right)) for a, b in itertools.pairwise(bounds)]
     if first_right is not None:

@@ -286,6 +286,8 @@ class SynthesisSession:
         cost = learned.fit() if learned is not None else None
         if self._t_first_audio is None:
             return start_window_s(first_s, max_s, cost, self._pool.load)
+        if not self._config.pace:
+            return None  # nobody plays along (a file, a benchmark): no playback to keep ahead of
         return segment_window_s(
             first_s,
             max_s,
