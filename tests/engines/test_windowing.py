@@ -56,3 +56,10 @@ def test_the_first_window_can_have_less_right_context() -> None:
     short = plan_windows(100, 10, 30, 8, 8, first_right=4)
     assert short[0].ctx_end == 14 and plain[0].ctx_end == 18
     assert short[1:] == plain[1:] and short[0].start == plain[0].start and short[0].end == plain[0].end
+
+
+def test_a_short_remainder_joins_a_large_first_window() -> None:
+    """A later segment a little over the largest window is decoded in one window, not 4 s + 0.1 s."""
+    assert [(w.start, w.end) for w in plan_windows(172, 160, 160, 8, 8)] == [(0, 172)]
+    # a small fast-start first window is kept as it is
+    assert [(w.start, w.end) for w in plan_windows(24, 16, 40, 8, 8)] == [(0, 16), (16, 24)]
