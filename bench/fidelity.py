@@ -54,6 +54,9 @@ def main() -> None:
         "--late-stats", action="store_true", help="first windows without the sentence's statistics (saves ~30 ms)"
     )
     parser.add_argument("--first-context-ms", type=int, default=None, help="override window_first_context_ms")
+    parser.add_argument(
+        "--learned-from", default=None, help="warm the statistics with this voice instead (a voice never heard)"
+    )
     parser.add_argument("--prior-frames", type=int, default=None, help="override the voice prior's weight")
     args = parser.parse_args()
     settings = Settings(_env_file=None, engines=["kokoro"])  # type: ignore[call-arg]
@@ -66,12 +69,12 @@ def main() -> None:
     voices = KokoroVoices(store.kokoro_voices_dir())
     frontend = Frontend(settings)
 
-    def front(text: str) -> KokoroFront:
+    def front(text: str, voice: str = args.voice) -> KokoroFront:
         phonemes = " ".join(s.phonemes for s in frontend.phonemize(text, "en-us"))
         ids = np.array([KOKORO_VOCAB[c] for c in phonemes], dtype=np.int64)
         return streamer.front(
             ids,
-            voices.style(args.voice, len(ids)),
+            voices.style(voice, len(ids)),
             max_pad_frames=windows.frames(windows.max_pad_s, frame_s),
             max_lead_frames=windows.frames(windows.max_lead_s, frame_s),
         )
@@ -88,7 +91,8 @@ def main() -> None:
             weight = {"prior_frames": args.prior_frames} if args.prior_frames else {}
             streamer.voice_stats = VoiceStatsBook(**weight)  # type: ignore[arg-type]
             if warm:
-                for _ in streamer.decode_windows(front(WARM_UP), a, b, growth=windows.growth, voice=args.voice):
+                teacher = args.learned_from or args.voice
+                for _ in streamer.decode_windows(front(WARM_UP, teacher), a, b, growth=windows.growth, voice=teacher):
                     pass
             scores = []
             for f, whole in fronts:
