@@ -22,3 +22,10 @@ def test_window_plan_is_quantized_only_when_batching() -> None:
     runtime._batch = batch_policy(Settings(_env_file=None, decode_batch=4), on_gpu=False)  # type: ignore[call-arg]
     batched = runtime.window_config()
     assert batched.quantum_s > 0 and batched.growth == 1.0
+
+
+def test_a_loaded_runtime_knows_every_kokoro_voices_statistics(runtime) -> None:  # type: ignore[no-untyped-def]
+    """Every voice's first sentence starts from its own learned decoder statistics, not other voices'."""
+    kokoro = next(e for e in runtime._engines.values() if e.name == "kokoro")
+    book = kokoro._streamer.voice_stats
+    assert all(book.frames_seen(voice.id) > 0 for voice in kokoro.voices())

@@ -36,6 +36,7 @@ from voxserve.types import SynthesisParams, VoiceInfo
 log = logging.getLogger(__name__)
 
 PIPER_VOICE = "en_US-joe-medium"
+TEACHING_TEXT = "Thanks for calling, how can I help?"  # ~1.8 s: each voice speaks it once
 GPU_BATCH = 64  # default windows per decoder call on a GPU; not measured yet (no GPU run so far)
 
 
@@ -86,6 +87,7 @@ class Runtime:
             self._pool = WorkerPool(workers)
             if warm:
                 self.warm_up()
+                self.learn_voices()
             self.ready = True
 
     def window_config(self) -> WindowConfig:
@@ -142,6 +144,18 @@ class Runtime:
             # the path requests take: split graphs and windows when windowed, else the whole model
             for _ in engine.stream(phonemes, voice, first_window_s=self.settings.window_first_ms / 1000):
                 pass
+
+    def learn_voices(self) -> None:
+        """Teach windowed Kokoro every voice's decoder statistics (saved with the split graphs, so only
+        the first start after a model build pays for it: ~1 s per voice on 2 cores)."""
+        for engine in self._engines.values():
+            if not isinstance(engine, KokoroEngine):
+                continue
+            segments = self.frontend.phonemize(TEACHING_TEXT, "en-us", engine.alphabet)
+            t0 = time.perf_counter()
+            learned = engine.learn_voice_statistics(" ".join(segment.phonemes for segment in segments))
+            if learned:
+                log.info("learned decoder statistics of %d voices in %.1f s", learned, time.perf_counter() - t0)
 
     def close(self) -> None:
         if self._pool is not None:

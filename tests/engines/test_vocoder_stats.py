@@ -94,3 +94,17 @@ def test_running_stats_feed_the_mix_input_they_are_for() -> None:
     feeds = stats.feeds(10)
     assert set(feeds) == {"stat_in_0", "mix_frame"}
     assert feeds["mix_frame"][0] == 0.75 and np.all(feeds["stat_in_0"] == 2.0)
+
+
+def test_the_book_is_saved_and_reloaded_only_for_the_same_tag(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    book = VoiceStatsBook()
+    book.record("af_heart", {"stat_in_7": np.full((1, 4, 1), 0.5)}, 80)
+    path = tmp_path / "voice_stats.npz"
+    book.save(path, "graphs-A")
+    again = VoiceStatsBook()
+    assert not again.load(path, "graphs-B")  # built from other graphs: stale
+    assert again.prior("af_heart") is None
+    assert again.load(path, "graphs-A")
+    means, frames = again.prior("af_heart")  # type: ignore[misc]
+    assert frames == 80 and np.allclose(means["stat_in_7"], 0.5)
+    assert not VoiceStatsBook().load(tmp_path / "absent.npz", "graphs-A")

@@ -115,6 +115,7 @@ class KokoroStreamer:
         voice_frame_prior: bool = True,
         batch: BatchPolicy | None = None,
     ) -> None:
+        self.graph_dir = graph_dir
         self.front_session = factory.create(graph_dir / "kokoro_front.onnx")
         self.prosody_session = factory.create(graph_dir / "kokoro_prosody.onnx")
         self.stats_session = factory.create(graph_dir / "kokoro_stats.onnx")

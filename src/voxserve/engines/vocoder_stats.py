@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -104,3 +105,34 @@ class VoiceStatsBook:
     def frames_seen(self, voice: str) -> int:
         with self._lock:
             return self._book.get(voice, ({}, 0))[1]
+
+    def save(self, path: Path, tag: str) -> None:
+        """Write every voice's average to ``path`` (.npz), marked with ``tag`` (what the stats came from)."""
+        arrays: dict[str, npt.NDArray[np.generic]] = {"__tag__": np.frombuffer(tag.encode(), dtype=np.uint8)}
+        with self._lock:
+            for voice, (means, frames) in self._book.items():
+                arrays[f"{voice}|__frames__"] = np.array([frames], dtype=np.float64)
+                arrays.update({f"{voice}|{name}": value.astype(np.float32) for name, value in means.items()})
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez(tmp, **arrays)  # type: ignore[arg-type]
+        tmp.replace(path)
+
+    def load(self, path: Path, tag: str) -> bool:
+        """Take the averages saved in ``path`` if it was saved with ``tag``; False if absent or stale."""
+        try:
+            with np.load(path) as data:
+                if bytes(data["__tag__"]).decode() != tag:
+                    return False
+                book: dict[str, tuple[Means, int]] = {}
+                for key in data.files:
+                    voice, _, name = key.partition("|")
+                    if key == "__tag__" or name == "__frames__":
+                        continue
+                    means, frames = book.get(voice, ({}, int(data[f"{voice}|__frames__"][0])))
+                    means[name] = np.asarray(data[key], dtype=np.float64)
+                    book[voice] = (means, frames)
+        except (OSError, ValueError, KeyError):
+            return False
+        with self._lock:
+            self._book.update(book)
+        return True
