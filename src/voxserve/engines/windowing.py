@@ -174,6 +174,10 @@ class WindowCost:
             with self._lock:
                 self._samples.append((decoded_s, seconds))
 
+    def clear(self) -> None:
+        with self._lock:
+            self._samples.clear()
+
     def fit(self) -> tuple[float, float] | None:
         """(a, b): seconds of work per window (its context included) and per audio second it emits."""
         with self._lock:

@@ -16,26 +16,29 @@ and ``b`` from the windows it decodes (:class:`voxserve.engines.windowing.Window
 
 from __future__ import annotations
 
+# Near capacity the gaining window grows as 1 / (1 - L*b), so a slightly high estimate of b asks for
+# huge windows (first audio after seconds) that stall anyway; beyond 2 s a larger start doesn't pay.
+GAINING_CAP_S = 2.0
+
 
 def gaining_window_s(cost: tuple[float, float] | None, load: float) -> float:
     """The smallest window with which ``load`` streams per worker gain on playback, with margin.
 
     ``L * a / (1 - L * b)`` breaks even; twice that gains ``L * a`` seconds of buffer per window
-    (1.3x left the two-stream bench stalling ~1 s). 0 when alone or nothing is learned yet; infinite
-    when the streams can't keep up at all.
+    (1.3x left the two-stream bench stalling ~1 s). 0 when alone or nothing is learned yet; at most
+    :data:`GAINING_CAP_S`.
     """
     if cost is None or load <= 1.0:
         return 0.0
     a, b = cost
     if load * b >= 0.9:
-        return float("inf")
-    return 2.0 * load * a / (1.0 - load * b)
+        return GAINING_CAP_S
+    return min(2.0 * load * a / (1.0 - load * b), GAINING_CAP_S)
 
 
 def start_window_s(first_s: float, max_s: float, cost: tuple[float, float] | None, load: float) -> float:
     """A stream's first window: ``first_s``, or the gaining window (up to ``max_s``) when the stream
-    shares its worker. A stream that can't keep up at all gets the largest window: its first audio
-    comes late, but what it has plays through."""
+    shares its worker."""
     return min(max(first_s, gaining_window_s(cost, load)), max_s)
 
 
