@@ -13,7 +13,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from voxserve.engines.base import Alphabet
-from voxserve.engines.kokoro_stream import KokoroStreamer
+from voxserve.engines.kokoro_stream import KokoroFront, KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
 from voxserve.engines.onnx import RunControl
 from voxserve.engines.voices import kokoro_voice_info, parse_blend
@@ -158,14 +158,8 @@ class KokoroEngine:
         if streamer.voice_stats.load(path, tag):
             return 0
         ids = np.array(self.token_ids(phonemes), dtype=np.int64)
-        w = self._windows
         for voice in self._voice_ids:
-            front = streamer.front(
-                ids,
-                self._voices.style(voice, len(ids)),
-                max_pad_frames=w.frames(w.max_pad_s, FRAME_S),
-                max_lead_frames=w.frames(w.max_lead_s, FRAME_S),
-            )
+            front = self._front(streamer, ids, voice, 1.0, None)
             for _ in streamer.decode_windows(front, front.frames, front.frames, voice=voice):
                 pass
         streamer.voice_stats.save(path, tag)
@@ -205,6 +199,25 @@ class KokoroEngine:
                 continue
             yield from self._stream_windows(piece, voice, speed, first_window_s if i == 0 else None, control)
 
+    def _front(
+        self,
+        streamer: KokoroStreamer,
+        ids: npt.NDArray[np.int64],
+        voice: str,
+        speed: float,
+        control: RunControl | None,
+    ) -> KokoroFront:
+        """The sentence's front, with the pad caps of this engine's window settings."""
+        w = self._windows
+        return streamer.front(
+            ids,
+            self._voices.style(voice, len(ids)),
+            speed,
+            max_pad_frames=w.frames(w.max_pad_s, FRAME_S),
+            max_lead_frames=w.frames(w.max_lead_s, FRAME_S),
+            control=control,
+        )
+
     def _stream_windows(
         self, phonemes: str, voice: str, speed: float, first_window_s: float | None, control: RunControl | None
     ) -> Iterator[EngineAudio]:
@@ -213,14 +226,7 @@ class KokoroEngine:
         if len(ids) == 0:
             raise InvalidInput("nothing to synthesize: the phoneme string is empty")
         w = self._windows
-        front = self._streamer.front(
-            ids,
-            self._voices.style(voice, len(ids)),
-            speed,
-            max_pad_frames=w.frames(w.max_pad_s, FRAME_S),
-            max_lead_frames=w.frames(w.max_lead_s, FRAME_S),
-            control=control,
-        )
+        front = self._front(self._streamer, ids, voice, speed, control)
         first, following, largest = w.plan(first_window_s, FRAME_S)
         # a stream's first segment (or that of a stream about to run dry) may skip the sentence's
         # statistics before its first window (window_early_stats=false) and gets less right context on
