@@ -31,7 +31,7 @@ VERBOSE = False
 VOICES = {"kokoro": "af_heart", "piper": "en_US-joe-medium"}
 
 
-async def one_stream(runtime: Runtime, voice: str, delay: float = 0.0) -> dict[str, float]:
+async def one_stream(runtime: Runtime, voice: str, delay: float = 0.0, name: str = "") -> dict[str, float]:
     await asyncio.sleep(delay)
     t0 = time.monotonic()
     session = runtime.open_session(SynthesisParams(voice=voice), pace=True)
@@ -52,13 +52,13 @@ async def one_stream(runtime: Runtime, voice: str, delay: float = 0.0) -> dict[s
             underruns += 1
             stall += now - due
             if VERBOSE:
-                print(f"  stall of {now - due:.3f} s before audio at {chunk.start_s:.2f} s", flush=True)
+                print(f"  {name}stall of {now - due:.3f} s before audio at {chunk.start_s:.2f} s", flush=True)
     return {"ttfa_s": (first or t0) - t0, "underruns": underruns, "stall_s": stall, "audio_s": session.stats.audio_s}
 
 
 async def run_level(runtime: Runtime, voice: str, streams: int, stagger: float = 0.0) -> dict[str, float]:
     t0 = time.monotonic()
-    results = await asyncio.gather(*(one_stream(runtime, voice, k * stagger) for k in range(streams)))
+    results = await asyncio.gather(*(one_stream(runtime, voice, k * stagger, f"stream {k}: ") for k in range(streams)))
     wall = time.monotonic() - t0
     return {
         "streams": streams,

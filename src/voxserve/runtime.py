@@ -18,7 +18,7 @@ from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.kokoro_stream import HOP as KOKORO_HOP
 from voxserve.engines.kokoro_stream import SAMPLE_RATE as KOKORO_RATE
 from voxserve.engines.kokoro_stream import KokoroStreamer
-from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.onnx import SessionFactory, thread_budget
 from voxserve.engines.piper import PiperConfig, PiperEngine
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
@@ -55,6 +55,7 @@ class Runtime:
         self._voice_engine: dict[str, Engine] = {}
         self._pool: WorkerPool | None = None
         self._batch = BatchPolicy()
+        self._thread_levels: tuple[int | None, ...] = (None,)
         self._streamers: list[KokoroStreamer] = []
         self._lock = threading.Lock()
         self.load_seconds: dict[str, float] = {}
@@ -71,6 +72,7 @@ class Runtime:
                 self.settings.providers,
                 self.settings.resolved_intra_op_threads(cores),
                 spinning=self.settings.onnx_spinning,
+                elastic=self._elastic(),
             )
             self._batch = batch_policy(self.settings, factory.on_gpu)
             for name in self.settings.engines:
@@ -81,14 +83,26 @@ class Runtime:
                 for voice in engine.voices():
                     self._voice_engine[voice.id] = engine
                 log.info("loaded engine %s in %.2f s", name, self.load_seconds[name])
-            workers = self.settings.worker_threads or max(1, cores // factory.intra_op_threads)
-            if self._batch.enabled and not self.settings.worker_threads:
-                workers = max(workers, self._batch.max_batch)  # enough callers in flight to fill a batch
-            self._pool = WorkerPool(workers)
+            self._pool = self._build_pool(factory, cores)
+            self._thread_levels = factory.levels if factory.elastic else (None,)
             if warm:
                 self.warm_up()
                 self.learn_voices()
             self.ready = True
+
+    def _elastic(self) -> bool:
+        """Share the cores between concurrent streams (windowed CPU decoding without batching)."""
+        s = self.settings
+        return s.elastic_threads and s.decode_mode == "windowed" and s.decode_batch <= 1
+
+    def _build_pool(self, factory: SessionFactory, cores: int) -> WorkerPool:
+        if factory.elastic:  # a worker per core, each job at its share of the cores
+            workers = self.settings.worker_threads or factory.intra_op_threads
+            return WorkerPool(workers, cores=factory.intra_op_threads, levels=factory.levels)
+        workers = self.settings.worker_threads or max(1, cores // factory.intra_op_threads)
+        if self._batch.enabled and not self.settings.worker_threads:
+            workers = max(workers, self._batch.max_batch)  # enough callers in flight to fill a batch
+        return WorkerPool(workers)
 
     def window_config(self) -> WindowConfig:
         s = self.settings
@@ -110,7 +124,7 @@ class Runtime:
         windowed = self.settings.decode_mode == "windowed"
         windows = self.window_config()
         if name == "kokoro":
-            session = factory.create(self.store.kokoro_model())
+            session = factory.create(self.store.kokoro_model(), elastic=False)  # the whole model: sentence mode
             kokoro_streamer = None
             if windowed:
                 precision = resolve_precision(self.settings.precision, factory.on_gpu)
@@ -129,7 +143,8 @@ class Runtime:
                 config.sample_rate,
                 context_frames=windows.frames(windows.context_s, PIPER_HOP / config.sample_rate),
             )
-        return PiperEngine(factory.create(self.store.piper_model()), config, streamer=piper_streamer, windows=windows)
+        whole = factory.create(self.store.piper_model(), elastic=False)  # the whole model: sentence mode
+        return PiperEngine(whole, config, streamer=piper_streamer, windows=windows)
 
     def warm_up(self) -> None:
         """Run the default voice once so the first request doesn't pay for lazy initialisation."""
@@ -144,11 +159,16 @@ class Runtime:
             # the path requests take: split graphs and windows when windowed, else the whole model; twice,
             # because ONNX Runtime's first call at each new size also allocates, which would teach the
             # window-cost fit a cost requests don't pay
-            for attempt in range(2):
-                if attempt and engine.window_cost is not None:
-                    engine.window_cost.clear()
-                for _ in engine.stream(phonemes, voice, first_window_s=self.settings.window_first_ms / 1000):
-                    pass
+            if engine.window_cost is not None:
+                engine.window_cost.clear()
+            # at every thread count a job may get (elastic sessions): each has its own cost
+            for threads in self._thread_levels:
+                for attempt in range(2):
+                    with thread_budget(threads):
+                        for _ in engine.stream(phonemes, voice, first_window_s=self.settings.window_first_ms / 1000):
+                            pass
+                    if not attempt and engine.window_cost is not None:
+                        engine.window_cost.forget(threads)
 
     def learn_voices(self) -> None:
         """Teach windowed Kokoro every voice's decoder statistics (saved with the split graphs, so only

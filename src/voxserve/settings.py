@@ -83,7 +83,16 @@ class Settings(BaseSettings):
         description="ONNX Runtime providers; 'auto' picks TensorRT/CUDA when present, else CPU.",
     )
     intra_op_threads: int = Field(default=0, ge=0, description="Threads per ONNX session (0 = cores).")
-    worker_threads: int = Field(default=0, ge=0, description="Synthesis worker threads (0 = 1 per 2 cores, min 1).")
+    worker_threads: int = Field(
+        default=0,
+        ge=0,
+        description="Synthesis worker threads (0 = cores / intra_op_threads; a worker per core if elastic).",
+    )
+    elastic_threads: bool = Field(
+        default=True,
+        description="CPU: a stream alone decodes on intra_op_threads cores, concurrent streams share them "
+        "(each graph loaded at 2-3 thread counts: more memory).",
+    )
     decode_batch: int = Field(
         default=0,
         ge=0,

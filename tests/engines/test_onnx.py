@@ -57,3 +57,43 @@ def test_a_cancelled_run_control_aborts_the_call_in_flight(model_store) -> None:
     assert time.monotonic() - t0 < 2.0  # the whole call takes tens of seconds on one thread
     with pytest.raises(Cancelled):  # and every later call fails at once
         run_graph(session, None, feeds, "Kokoro", control)
+
+
+def test_thread_levels_halve_down_to_one() -> None:
+    from voxserve.engines.onnx import thread_levels
+
+    assert thread_levels(1) == (1,)
+    assert thread_levels(2) == (2, 1)
+    assert thread_levels(4) == (4, 2, 1)
+    assert thread_levels(16) == (16, 8, 1)  # at most three sessions per graph
+
+
+def test_an_elastic_session_runs_at_the_callers_thread_budget(model_store) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from voxserve.engines.onnx import ElasticSession, current_thread_budget, thread_budget
+
+    factory = SessionFactory(["cpu"], 2, elastic=True)
+    assert factory.elastic and factory.levels == (2, 1)
+    session = factory.create(model_store.piper_model())
+    assert isinstance(session, ElasticSession) and session.levels == (2, 1)
+    assert not isinstance(factory.create(model_store.piper_model(), elastic=False), ElasticSession)
+    assert SessionFactory(["cpu"], 1, elastic=True).levels == (1,)  # nothing to share
+
+    picked = {}
+    for budget in (None, 2, 1):
+        with thread_budget(budget):
+            assert current_thread_budget() == budget
+            picked[budget] = session.session_for(current_thread_budget())
+    assert picked[None] is picked[2] is session.widest and picked[1] is not picked[2]
+    assert current_thread_budget() is None
+
+    feeds = {
+        "input": np.array([[1, 0, 20, 0, 21, 0, 22, 0, 2]], dtype=np.int64),
+        "input_lengths": np.array([9], dtype=np.int64),
+        "scales": np.array([0.0, 1.0, 0.0], dtype=np.float32),  # no noise: deterministic
+    }
+    wide = session.run(None, feeds)[0]
+    with thread_budget(1):
+        narrow = session.run(None, feeds)[0]
+    assert wide.shape == narrow.shape and float(np.abs(wide - narrow).max()) < 1e-3

@@ -101,3 +101,58 @@ def test_load_counts_streams_per_worker() -> None:
         assert pool.load == 1.0
     finally:
         pool.close()
+
+
+async def test_shared_cores_a_lone_job_gets_them_all_concurrent_streams_one_each() -> None:
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(2, cores=2, levels=(2, 1))
+    try:
+        assert await pool.run(current_thread_budget) == 2
+        assert pool.share() == (2, 1.0)
+        with pool.streaming():
+            assert await pool.run(current_thread_budget) == 2  # one stream: every core
+            with pool.streaming():
+                assert pool.share() == (1, 1.0)  # two streams: a core each, side by side
+                both = threading.Barrier(2, timeout=5)
+
+                def meet() -> int | None:
+                    both.wait()  # fails unless the two jobs run at the same time
+                    return current_thread_budget()
+
+                assert await asyncio.gather(pool.run(meet), pool.run(meet)) == [1, 1]
+                with pool.streaming():
+                    assert pool.share() == (1, 1.5)  # three streams on two one-core slots
+    finally:
+        pool.close()
+
+
+async def test_shared_cores_a_job_waits_while_a_wide_one_holds_every_core() -> None:
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(2, cores=2, levels=(2, 1))
+    gate = threading.Event()
+    started: list[tuple[str, int | None]] = []
+
+    def job(name: str, wait: bool) -> None:
+        started.append((name, current_thread_budget()))
+        if wait:
+            gate.wait(5)
+
+    try:
+        wide = asyncio.ensure_future(pool.run(lambda: job("wide", True)))
+        await asyncio.sleep(0.1)
+        with pool.streaming(), pool.streaming():
+            other = asyncio.ensure_future(pool.run(lambda: job("other", False)))
+            await asyncio.sleep(0.2)
+            assert started == [("wide", 2)]  # no core free: the second worker waits
+            gate.set()
+            await asyncio.gather(wide, other)
+        assert started == [("wide", 2), ("other", 1)]
+    finally:
+        pool.close()
+
+
+def test_shared_cores_need_a_one_thread_level() -> None:
+    with pytest.raises(ValueError, match="levels"):
+        WorkerPool(2, cores=2, levels=(2,))

@@ -3,51 +3,71 @@ from __future__ import annotations
 import pytest
 
 from voxserve.engines.windowing import WindowCost
-from voxserve.stream.window_budget import GAINING_CAP_S, segment_window_s, start_window_s
+from voxserve.stream.window_budget import (
+    GAINING_CAP_S,
+    MARGIN,
+    START_MARGIN,
+    break_even_s,
+    next_window_s,
+    start_window_s,
+)
 
 FIRST, LARGEST = 0.4, 4.0
-KOKORO = (0.16, 0.36)  # seconds of work per window and per audio second, Kokoro on 2 cores
+WIDE = (0.17, 0.35)  # seconds of work per window and per audio second: Kokoro alone on 2 cores
+NARROW = (0.22, 0.59)  # ... on one core of two
 
 
-def test_a_stream_well_ahead_gets_the_largest_windows() -> None:
-    # Kokoro-like cost (0.4 s of work per audio second), 12 s made, 7 s played: 5 s ahead
-    assert segment_window_s(FIRST, LARGEST, audio_s=12.0, played_s=7.0, compute_s=4.8, load=1.0) is None
-    # 3 s ahead (the default lookahead) affords a 3 s window
-    assert segment_window_s(FIRST, LARGEST, audio_s=10.0, played_s=7.0, compute_s=4.0, load=1.0) == pytest.approx(3.0)
-
-
-def test_a_stream_short_of_audio_gets_a_window_it_can_finish() -> None:
-    window = segment_window_s(FIRST, LARGEST, audio_s=3.0, played_s=2.0, compute_s=1.2, load=1.0)
-    assert window == pytest.approx(1.0 / (0.4 * 2.5))
-    # the same stream sharing its worker with another one gets half as much
-    shared = segment_window_s(FIRST, LARGEST, audio_s=3.0, played_s=2.0, compute_s=1.2, load=2.0)
-    assert shared == pytest.approx(window / 2)  # type: ignore[operator]
-
-
-def test_a_cheap_engine_keeps_large_windows_with_little_ahead() -> None:
-    # Piper-like cost (0.06 s per audio second): 0.7 s ahead already covers a 4 s window
-    assert segment_window_s(FIRST, LARGEST, audio_s=3.0, played_s=2.3, compute_s=0.18, load=1.0) is None
-
-
-def test_never_below_the_first_window() -> None:
-    assert segment_window_s(FIRST, LARGEST, audio_s=3.0, played_s=3.2, compute_s=1.2, load=4.0) == FIRST
+def test_break_even_is_where_a_window_costs_what_it_plays() -> None:
+    n = break_even_s(NARROW, 1.0)
+    assert 0.22 + 0.59 * n == pytest.approx(n)
+    assert break_even_s(NARROW, 2.0) == float("inf")  # two streams per core: 1.18 s of work per second
 
 
 def test_a_lone_stream_starts_with_the_small_first_window() -> None:
-    assert start_window_s(FIRST, LARGEST, KOKORO, load=1.0) == FIRST
+    assert start_window_s(FIRST, LARGEST, WIDE, load=1.0) == FIRST
     assert start_window_s(FIRST, LARGEST, None, load=3.0) == FIRST  # nothing learned yet
 
 
-def test_streams_sharing_a_worker_start_with_windows_that_gain_on_playback() -> None:
-    window = start_window_s(FIRST, LARGEST, KOKORO, load=2.0)
-    # two streams: a window of n seconds takes 2 * (0.16 + 0.36 n) of wall time, which is less than n
-    # only above ~1.14 s
-    gain = window - 2 * (0.16 + 0.36 * window)  # buffer gained per window
-    assert 1.14 < window <= GAINING_CAP_S and gain > 0.2
+def test_a_slower_share_starts_with_a_window_that_gains_on_playback() -> None:
+    window = start_window_s(FIRST, LARGEST, NARROW, load=1.0)
+    assert window == pytest.approx(START_MARGIN * break_even_s(NARROW, 1.0))
+    assert 0.22 + 0.59 * window < window  # done before it has played
     # can't keep up at all, or only with huge windows: capped, a larger start doesn't pay
-    assert start_window_s(FIRST, LARGEST, KOKORO, load=3.0) == GAINING_CAP_S
-    assert start_window_s(FIRST, LARGEST, (0.26, 0.42), load=2.0) == GAINING_CAP_S
+    assert start_window_s(FIRST, LARGEST, NARROW, load=2.0) == GAINING_CAP_S
     assert start_window_s(FIRST, LARGEST, (0.01, 0.06), load=4.0) == FIRST  # Piper-like: cheap enough
+
+
+def test_the_next_window_is_done_before_the_audio_ahead_has_played() -> None:
+    window = next_window_s(1.5, FIRST, LARGEST, NARROW, load=1.0)
+    assert window is not None
+    assert MARGIN * (0.22 + 0.59 * window) == pytest.approx(1.5)
+    # the same stream sharing its core with another one gets less
+    shared = next_window_s(1.5, FIRST, LARGEST, (0.16, 0.3), load=2.0)
+    assert shared is not None and 2 * MARGIN * (0.16 + 0.3 * shared) == pytest.approx(1.5)
+
+
+def test_a_stream_well_ahead_gets_the_largest_windows() -> None:
+    assert next_window_s(3.0, FIRST, LARGEST, WIDE, load=1.0) is None
+    assert next_window_s(0.8, FIRST, LARGEST, (0.01, 0.06), load=1.0) is None  # Piper-like
+
+
+def test_windows_grow_from_the_first_one_without_stalling() -> None:
+    """Simulate a stream: each window is sized from the audio ahead, and costs exactly the estimate."""
+    for cost, load in ((WIDE, 1.0), (NARROW, 1.0), ((0.16, 0.3), 2.0)):
+        window = start_window_s(FIRST, LARGEST, cost, load)
+        ahead, sizes = window, [window]
+        for _ in range(12):
+            nxt = next_window_s(ahead, FIRST, LARGEST, cost, load)
+            size = LARGEST if nxt is None else nxt
+            took = load * (cost[0] + cost[1] * size)
+            assert took <= ahead, f"stall with {cost} x{load} after windows {sizes}"
+            ahead += size - took
+            sizes.append(size)
+        assert sizes[-1] == LARGEST, sizes
+
+
+def test_too_little_ahead_gets_a_window_that_regains_ground() -> None:
+    assert next_window_s(0.1, FIRST, LARGEST, NARROW, load=1.0) == start_window_s(FIRST, LARGEST, NARROW, load=1.0)
 
 
 def test_window_cost_learns_the_fixed_and_per_second_cost() -> None:
@@ -62,9 +82,13 @@ def test_window_cost_learns_the_fixed_and_per_second_cost() -> None:
     assert a == pytest.approx(0.015 + 0.4 * 0.36) and b == pytest.approx(0.36)
 
 
-def test_a_later_segment_under_load_never_gets_a_window_that_loses_ground() -> None:
-    little_ahead = {"audio_s": 3.0, "played_s": 2.6, "compute_s": 1.2}
-    alone = segment_window_s(FIRST, LARGEST, **little_ahead, load=2.0)
-    assert alone == FIRST  # nothing learned: the old rule
-    learned = segment_window_s(FIRST, LARGEST, **little_ahead, load=2.0, cost=KOKORO)
-    assert learned == start_window_s(FIRST, LARGEST, KOKORO, load=2.0)
+def test_window_cost_is_learned_per_thread_count() -> None:
+    cost = WindowCost(context_s=0.2, min_samples=2)
+    for decoded_s in (0.5, 2.0):
+        cost.record(decoded_s, 0.6 * decoded_s, threads=1)
+        cost.record(decoded_s, 0.35 * decoded_s, threads=2)
+    assert cost.fit() is None  # nothing recorded without a thread budget
+    assert cost.fit(1)[1] == pytest.approx(0.6)  # type: ignore[index]
+    assert cost.fit(2)[1] == pytest.approx(0.35)  # type: ignore[index]
+    cost.forget(1)
+    assert cost.fit(1) is None and cost.fit(2) is not None

@@ -8,7 +8,7 @@ pieces; the default yields the whole segment at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Literal, Protocol, runtime_checkable
 
 from voxserve.engines.onnx import RunControl
@@ -46,12 +46,15 @@ class Engine(Protocol):
         speed: float = 1.0,
         *,
         first_window_s: float | None = None,
+        next_window_s: Callable[[], float | None] | None = None,
         control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the audio of ``phonemes`` in one or more pieces, in order.
 
         ``first_window_s`` asks a windowed engine for about that much audio in its first piece (then
-        growing windows); ``None`` means its largest windows. Sentence-mode engines ignore it.
+        growing windows); ``None`` means its largest windows. ``next_window_s``, when given, is asked
+        before each later window how much audio it may hold (``None``: the largest). Sentence-mode
+        engines ignore both.
         ``control.cancel()`` from another thread aborts the model call in flight (then
         :class:`~voxserve.errors.Cancelled` is raised).
         """

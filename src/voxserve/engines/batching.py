@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 
-from voxserve.engines.onnx import RunControl
+from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.engines.windowing import run_graph
 from voxserve.errors import Cancelled, EngineFailure
 
@@ -74,7 +73,7 @@ def stack_feeds(feeds: Sequence[Mapping[str, Array]]) -> dict[str, Array]:
 class BatchRunner:
     """Runs ``session`` for many threads, merging concurrent calls whose ``key_inputs`` shapes match."""
 
-    def __init__(self, session: ort.InferenceSession, policy: BatchPolicy, key_inputs: Sequence[str]) -> None:
+    def __init__(self, session: OnnxSession, policy: BatchPolicy, key_inputs: Sequence[str]) -> None:
         self.session = session
         self.policy = policy
         self.key_inputs = tuple(key_inputs)

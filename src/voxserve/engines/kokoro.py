@@ -5,17 +5,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 
 from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro_stream import KokoroFront, KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
-from voxserve.engines.onnx import RunControl
+from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.engines.voices import kokoro_voice_info, parse_blend
 from voxserve.engines.windowing import WindowConfig, WindowCost, run_graph
 from voxserve.errors import InvalidInput, UnknownVoice
@@ -102,7 +101,7 @@ class KokoroEngine:
 
     def __init__(
         self,
-        session: ort.InferenceSession,
+        session: OnnxSession,
         voices_dir: Path,
         streamer: KokoroStreamer | None = None,
         windows: WindowConfig | None = None,
@@ -122,7 +121,7 @@ class KokoroEngine:
         return self._streamer is not None
 
     @property
-    def session(self) -> ort.InferenceSession:
+    def session(self) -> OnnxSession:
         return self._session
 
     @property
@@ -186,6 +185,7 @@ class KokoroEngine:
         speed: float = 1.0,
         *,
         first_window_s: float | None = None,
+        next_window_s: Callable[[], float | None] | None = None,
         control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         """Windowed decoding when split graphs are loaded (first audio after a fraction of the segment);
@@ -197,7 +197,8 @@ class KokoroEngine:
                 audio = self._run(piece, voice, speed, control)
                 yield EngineAudio(samples=audio, sample_rate=SAMPLE_RATE, first=True, last=True)
                 continue
-            yield from self._stream_windows(piece, voice, speed, first_window_s if i == 0 else None, control)
+            first = first_window_s if i == 0 else None
+            yield from self._stream_windows(piece, voice, speed, first, next_window_s, control)
 
     def _front(
         self,
@@ -219,7 +220,13 @@ class KokoroEngine:
         )
 
     def _stream_windows(
-        self, phonemes: str, voice: str, speed: float, first_window_s: float | None, control: RunControl | None
+        self,
+        phonemes: str,
+        voice: str,
+        speed: float,
+        first_window_s: float | None,
+        next_window_s: Callable[[], float | None] | None,
+        control: RunControl | None,
     ) -> Iterator[EngineAudio]:
         assert self._streamer is not None
         ids = np.array(self.token_ids(phonemes), dtype=np.int64)
@@ -241,6 +248,7 @@ class KokoroEngine:
             voice=voice,
             early_stats=w.early_stats or not urgent,
             first_context_frames=w.frames(w.first_context_s, FRAME_S) if urgent else None,
+            next_window_frames=w.sizer(next_window_s, FRAME_S),
             control=control,
         )
 

@@ -20,7 +20,7 @@ Two things make a window differ from the same frames of a whole-sentence decode:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +28,16 @@ import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.batching import BatchPolicy, BatchRunner
-from voxserve.engines.onnx import RunControl, SessionFactory
+from voxserve.engines.onnx import RunControl, SessionFactory, current_thread_budget
 from voxserve.engines.vocoder_stats import RunningStats, VoiceStatsBook
-from voxserve.engines.windowing import CrossfadeJoiner, Window, WindowCost, plan_windows, run_graph
+from voxserve.engines.windowing import (
+    CrossfadeJoiner,
+    Window,
+    WindowCost,
+    first_window_end,
+    iter_windows,
+    run_graph,
+)
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio
 
@@ -263,6 +270,7 @@ class KokoroStreamer:
         voice: str | None = None,
         early_stats: bool | None = None,
         first_context_frames: int | None = None,
+        next_window_frames: Callable[[], int] | None = None,
         control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the sentence's audio in pieces: ``first_window_frames`` of speech first, then larger windows.
@@ -272,16 +280,18 @@ class KokoroStreamer:
         own, and the sentence's are computed once it is yielded, for the later windows: ~25 ms sooner
         first audio, but a short first window's own statistics blur the sentence's first word a little.
         ``first_context_frames`` (at least the crossfade) replaces the right context of the first window
-        only: each frame of it is work before first audio. Vocoder statistics start from ``voice``'s
-        learned average (when known)
-        and follow the sentence's windows as they are decoded; each window's own statistics are added
-        to the voice's average. Pieces are contiguous and sum to ``front.frames * 600`` samples. The
-        first piece carries ``phoneme_durations`` and ``lead_in``; the last carries ``tail``.
+        only: each frame of it is work before first audio. ``next_window_frames`` sizes each later
+        window just before it is cut (see :func:`~voxserve.engines.windowing.iter_windows`). Vocoder
+        statistics start from ``voice``'s learned average (when known) and follow the sentence's
+        windows as they are decoded; each window's own statistics are added to the voice's average.
+        Pieces are contiguous and sum to ``front.frames * 600`` samples. The first piece carries
+        ``phoneme_durations`` and ``lead_in``; the last carries ``tail``.
         """
         lead = int(front.durations[0])
         tail = int(front.durations[-1])
         ctx = self.context_frames
-        windows = plan_windows(
+        first_end = first_window_end(front.frames, lead + first_window_frames, window_frames)
+        windows = iter_windows(
             front.frames,
             lead + first_window_frames,
             window_frames,
@@ -290,13 +300,14 @@ class KokoroStreamer:
             growth=growth,
             max_size=max_window_frames,
             first_right=None if first_context_frames is None else max(first_context_frames, -(-self.crossfade // HOP)),
+            next_size=next_window_frames,
         )
+        single = first_end == front.frames  # one window: its own statistics are exact, a prior would blur them
         phase = source_phase(front.f0) if self.carry_phase else None
         book = self.voice_stats if voice is not None else None
         running = early_frame = None
         if self.running_stats:
-            # one window is the whole sentence: its own statistics are exact, a prior would only blur them
-            prior = book.prior(voice) if book and voice and len(windows) > 1 else None
+            prior = book.prior(voice) if book and voice and not single else None
             running = RunningStats(self._vocoder_names, prior)
             if prior is not None and self.voice_frame_prior:
                 # until the sentence's frame-rate statistics are computed, the voice's average beats a
@@ -306,25 +317,28 @@ class KokoroStreamer:
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         # the sentence's frame-rate statistics cost ~25 ms: not before the second window when the first
         # ones are small (it would be late for playback), but before the third
-        small_start = len(windows) > 2 and first_window_frames < (max_window_frames or window_frames)
+        small_start = front.frames - first_end > window_frames and first_window_frames < (
+            max_window_frames or window_frames
+        )
         early = self.early_stats if early_stats is None else early_stats
         stats_at = 0 if early else 2 if small_start else 1
         for i, window in enumerate(windows):
             span = window.ctx_end - window.ctx_start
-            if i == stats_at and self.sentence_stats and len(windows) > 1:  # one window: its own are exact
+            first, last = i == 0, window.end == front.frames
+            if i == stats_at and self.sentence_stats and not single:
                 frame = self.sentence_frame_stats(front, control) | {"mix_frame": np.ones(1, dtype=np.float32)}
                 early_frame = None
             started = time.perf_counter()
             audio, means = self._run(
                 front, window, phase, running, early_frame.feeds(span) if early_frame else frame, control
             )
-            self.cost.record((window.ctx_end - window.ctx_start) * HOP / SAMPLE_RATE, time.perf_counter() - started)
+            decoded_s = span * HOP / SAMPLE_RATE
+            self.cost.record(decoded_s, time.perf_counter() - started, current_thread_budget())
             for stats in (running, early_frame):
                 if stats is not None:
                     stats.add(means, span)
             if book is not None and voice is not None:
                 book.record(voice, means, span)
-            first, last = i == 0, i == len(windows) - 1
             yield EngineAudio(
                 samples=joiner.push(window, audio),
                 sample_rate=SAMPLE_RATE,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import onnxruntime as ort
 
@@ -61,27 +65,119 @@ class RunControl:
         return self._cancelled
 
 
+_BUDGET = threading.local()
+
+
+@contextlib.contextmanager
+def thread_budget(threads: int | None) -> Iterator[None]:
+    """Model calls made by this thread inside the block use at most ``threads`` intra-op threads
+    (:class:`ElasticSession`); ``None`` lifts the limit."""
+    before = getattr(_BUDGET, "threads", None)
+    _BUDGET.threads = threads
+    try:
+        yield
+    finally:
+        _BUDGET.threads = before
+
+
+def current_thread_budget() -> int | None:
+    """The limit :func:`thread_budget` set for this thread, if any."""
+    return getattr(_BUDGET, "threads", None)
+
+
+class ElasticSession:
+    """One graph loaded once per thread count: each call runs on the widest that fits this thread's
+    :func:`thread_budget`.
+
+    ONNX Runtime fixes a session's intra-op threads when it is created. On a small CPU box one stream
+    decodes fastest on all cores, but two streams each on one core beat two streams taking turns on
+    both (on 2 cores: a Kokoro window costs 0.33 s per audio second with 2 threads, 0.57 s with one,
+    and two one-thread calls run side by side at full speed). A one-thread session runs on the
+    calling thread, so any number of workers can share it.
+    """
+
+    def __init__(self, sessions: dict[int, ort.InferenceSession]) -> None:
+        if not sessions:
+            raise ValueError("ElasticSession needs at least one session")
+        self._levels = sorted(sessions, reverse=True)
+        self._sessions = sessions
+        self.widest = sessions[self._levels[0]]
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        return tuple(self._levels)
+
+    def session_for(self, threads: int | None) -> ort.InferenceSession:
+        if threads is None:
+            return self.widest
+        level = next((n for n in self._levels if n <= threads), self._levels[-1])
+        return self._sessions[level]
+
+    def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
+        return self.session_for(current_thread_budget()).run(output_names, input_feed, run_options)
+
+    # the rest of InferenceSession that voxserve uses: the graph is the same at every level
+    def get_inputs(self) -> Any:
+        return self.widest.get_inputs()
+
+    def get_outputs(self) -> Any:
+        return self.widest.get_outputs()
+
+    def get_providers(self) -> list[str]:
+        return list(self.widest.get_providers())
+
+    def io_binding(self) -> Any:
+        return self.session_for(current_thread_budget()).io_binding()
+
+    def run_with_iobinding(self, binding: Any, run_options: Any = None) -> None:
+        self.session_for(current_thread_budget()).run_with_iobinding(binding, run_options)
+
+
+OnnxSession: TypeAlias = ort.InferenceSession | ElasticSession
+
+
+def thread_levels(threads: int) -> tuple[int, ...]:
+    """Thread counts an elastic session is built for: ``threads``, halved down to 1 (at most 3)."""
+    levels = [threads]
+    while levels[-1] > 1 and len(levels) < 3:
+        levels.append(max(1, levels[-1] // 2))
+    if levels[-1] != 1:
+        levels[-1] = 1
+    return tuple(levels)
+
+
 class SessionFactory:
-    """Builds ``InferenceSession`` objects with the process-wide provider and thread settings.
+    """Builds ONNX Runtime sessions with the process-wide provider and thread settings.
 
     ``spinning`` lets ONNX Runtime's idle pool threads busy-wait for the next call. Every session has
     its own pool, and a streaming engine alternates between several sessions (front, prosody, decoder),
     so spinning threads of one session steal the cores the next one needs: on 2 cores, Kokoro's
     front + prosody take 69 ms with spinning and 34 ms without. Off by default.
+
+    ``elastic`` (CPU only) loads each graph at several thread counts (:func:`thread_levels`) as one
+    :class:`ElasticSession`, so concurrent streams can each take a share of the cores.
     """
 
-    def __init__(self, providers: list[str], intra_op_threads: int = 0, *, spinning: bool = False) -> None:
+    def __init__(
+        self, providers: list[str], intra_op_threads: int = 0, *, spinning: bool = False, elastic: bool = False
+    ) -> None:
         self.providers = resolve_providers(providers)
         self.intra_op_threads = intra_op_threads or (os.cpu_count() or 1)
         self.spinning = spinning
+        wide = self.intra_op_threads
+        self.levels = thread_levels(wide) if elastic and not self.on_gpu and wide > 1 else (wide,)
 
     @property
     def on_gpu(self) -> bool:
         return self.providers[0] != "CPUExecutionProvider"
 
-    def options(self) -> ort.SessionOptions:
+    @property
+    def elastic(self) -> bool:
+        return len(self.levels) > 1
+
+    def options(self, threads: int | None = None) -> ort.SessionOptions:
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.intra_op_threads
+        opts.intra_op_num_threads = threads or self.intra_op_threads
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -91,12 +187,18 @@ class SessionFactory:
         opts.add_session_config_entry("session.inter_op.allow_spinning", spin)
         return opts
 
-    def create(self, path: Path | str | bytes) -> ort.InferenceSession:
+    def create(self, path: Path | str | bytes, *, elastic: bool = True) -> OnnxSession:
+        """A session for ``path``; an :class:`ElasticSession` when the factory is elastic (and ``elastic``)."""
+        levels = self.levels if elastic else self.levels[:1]
+        sessions = {threads: self._load(path, threads) for threads in levels}
+        return ElasticSession(sessions) if len(sessions) > 1 else sessions[levels[0]]
+
+    def _load(self, path: Path | str | bytes, threads: int) -> ort.InferenceSession:
         source = path if isinstance(path, bytes) else str(path)
         if not isinstance(path, bytes) and not Path(path).is_file():
             raise ModelError(f"model file {path} is missing; run 'voxserve models fetch'")
         try:
-            return ort.InferenceSession(source, sess_options=self.options(), providers=self.providers)
+            return ort.InferenceSession(source, sess_options=self.options(threads), providers=self.providers)
         except Exception as exc:  # onnxruntime raises several unrelated types
             where = "in-memory graph" if isinstance(path, bytes) else str(path)
             raise ModelError(

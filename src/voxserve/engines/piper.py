@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 
 from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
-from voxserve.engines.onnx import RunControl
+from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
 from voxserve.engines.windowing import WindowConfig, WindowCost
@@ -62,7 +61,7 @@ class PiperEngine:
 
     def __init__(
         self,
-        session: ort.InferenceSession,
+        session: OnnxSession,
         config: PiperConfig,
         lang: str = "en-us",
         streamer: PiperStreamer | None = None,
@@ -85,7 +84,7 @@ class PiperEngine:
         return self._streamer is not None
 
     @property
-    def session(self) -> ort.InferenceSession:
+    def session(self) -> OnnxSession:
         return self._session
 
     def voices(self) -> list[VoiceInfo]:
@@ -152,6 +151,7 @@ class PiperEngine:
         speed: float = 1.0,
         *,
         first_window_s: float | None = None,
+        next_window_s: Callable[[], float | None] | None = None,
         control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         if self._streamer is None:
@@ -173,5 +173,11 @@ class PiperEngine:
         frame_s = PIPER_HOP / self.sample_rate
         first, following, largest = w.plan(first_window_s, frame_s)
         yield from self._streamer.decode_windows(
-            front, first, following, growth=w.growth, max_window_frames=largest, control=control
+            front,
+            first,
+            following,
+            growth=w.growth,
+            max_window_frames=largest,
+            next_window_frames=w.sizer(next_window_s, frame_s),
+            control=control,
         )

@@ -9,15 +9,15 @@ audio to within float rounding.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from voxserve.engines.onnx import RunControl, SessionFactory
-from voxserve.engines.windowing import CrossfadeJoiner, WindowCost, plan_windows, run_graph
+from voxserve.engines.onnx import RunControl, SessionFactory, current_thread_budget
+from voxserve.engines.windowing import CrossfadeJoiner, WindowCost, iter_windows, run_graph
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio, FloatAudio
 
@@ -133,16 +133,18 @@ class PiperStreamer:
         *,
         growth: float = 1.0,
         max_window_frames: int | None = None,
+        next_window_frames: Callable[[], int] | None = None,
         control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the audio in contiguous pieces; the first window starts after the lead-in (BOS + pad).
+        ``next_window_frames`` sizes each later window just before it is cut.
 
         The first piece carries ``phoneme_durations`` (samples per symbol) and ``lead_in``; the last ``tail``.
         """
         per_symbol, lead_in, tail = symbol_samples(front.ids, front.durations)
         lead_frames = lead_in // HOP
         ctx = self.context_frames
-        windows = plan_windows(
+        windows = iter_windows(
             front.frames,
             lead_frames + first_window_frames,
             window_frames,
@@ -150,14 +152,15 @@ class PiperStreamer:
             ctx,
             growth=growth,
             max_size=max_window_frames,
+            next_size=next_window_frames,
         )
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         for i, window in enumerate(windows):
             started = time.perf_counter()
             piece = joiner.push(window, self.decode(front, window.ctx_start, window.ctx_end, control))
             decoded_s = (window.ctx_end - window.ctx_start) * HOP / self.sample_rate
-            self.cost.record(decoded_s, time.perf_counter() - started)
-            first, last = i == 0, i == len(windows) - 1
+            self.cost.record(decoded_s, time.perf_counter() - started, current_thread_budget())
+            first, last = i == 0, window.end == front.frames
             yield EngineAudio(
                 samples=piece,
                 sample_rate=self.sample_rate,

@@ -10,15 +10,14 @@ of a whole-sentence decode.
 from __future__ import annotations
 
 import collections
-import itertools
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 
-from voxserve.engines.onnx import RunControl
+from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.errors import Cancelled, EngineFailure, InvalidInput
 from voxserve.types import FloatAudio
 
@@ -73,6 +72,18 @@ class WindowConfig:
         first = min(self.window_frames(first_window_s, frame_s), largest)
         return first, max(first, self.window_frames(self.next_s, frame_s)), largest
 
+    def sizer(self, window_s: Callable[[], float | None] | None, frame_s: float) -> Callable[[], int] | None:
+        """``window_s`` (seconds, ``None`` = the largest) as window frames, for :func:`iter_windows`."""
+        if window_s is None:
+            return None
+        largest = self.window_frames(self.max_s, frame_s)
+
+        def frames() -> int:
+            seconds = window_s()
+            return largest if seconds is None else min(self.window_frames(seconds, frame_s), largest)
+
+        return frames
+
 
 @dataclass(frozen=True)
 class Window:
@@ -95,34 +106,60 @@ def plan_windows(
     max_size: int | None = None,
     first_right: int | None = None,
 ) -> list[Window]:
+    """All windows of :func:`iter_windows` with a fixed schedule."""
+    return list(
+        iter_windows(frames, first, size, left, right, growth=growth, max_size=max_size, first_right=first_right)
+    )
+
+
+def iter_windows(
+    frames: int,
+    first: int,
+    size: int,
+    left: int,
+    right: int,
+    *,
+    growth: float = 1.0,
+    max_size: int | None = None,
+    first_right: int | None = None,
+    next_size: Callable[[], int] | None = None,
+) -> Iterator[Window]:
     """Cut ``frames`` into a first window of ``first`` frames then windows of ``size`` frames.
 
     With ``growth`` > 1 each later window is that much larger than the one before, up to ``max_size``:
     small windows early keep playback fed right after the first audio, large ones later cost less
-    context overhead. A last window shorter than half of the step is merged into the one before it.
-    ``first_right`` (default ``right``) is the first window's right context.
+    context overhead. ``next_size`` (asked just before each window after the first is cut) replaces
+    that schedule: a stream sizes each window by how much audio it has ahead of playback. A remainder
+    shorter than half of the next window is merged into the window before it, unless that is a small
+    first window (it is there for fast first audio). ``first_right`` (default ``right``) is the first
+    window's right context.
     """
     if first < 1 or size < 1 or left < 0 or right < 0 or growth < 1.0:
         raise InvalidInput(f"bad window plan first={first} size={size} left={left} right={right} growth={growth}")
     cap = max(size, max_size or size)
-    bounds = [0]
-    nxt = min(first, frames)
-    step = float(size)
-    while nxt < frames:
-        bounds.append(nxt)
-        nxt += int(step)
-        size = int(step)
-        step = min(step * growth, float(cap))
-    bounds.append(frames)
-    # (a small first window is kept: it is there for fast first audio)
-    small_first = bounds[-2] == min(first, frames) and first < size
-    if len(bounds) > 2 and bounds[-1] - bounds[-2] < size // 2 and not small_first:
-        del bounds[-2]
-    windows = [Window(a, b, max(0, a - left), min(frames, b + right)) for a, b in itertools.pairwise(bounds)]
-    if first_right is not None:
-        head = windows[0]
-        windows[0] = Window(head.start, head.end, head.ctx_start, min(frames, head.end + first_right))
-    return windows
+    step = float(size)  # the fixed schedule's next window
+    first_end = first_window_end(frames, first, size)
+    start, index = 0, 0
+    while start < frames:
+        if index == 0:
+            width, following = first, size
+        else:
+            width = int(step) if next_size is None else max(1, next_size())
+            step = min(step * growth, float(cap))
+            following = int(step) if next_size is None else width
+        end = first_end if index == 0 else min(frames, start + width)
+        if index and frames - end < following // 2:
+            end = frames
+        ctx_right = right if index or first_right is None else first_right
+        yield Window(start, end, max(0, start - left), min(frames, end + ctx_right))
+        start, index = end, index + 1
+
+
+def first_window_end(frames: int, first: int, size: int) -> int:
+    """Where :func:`iter_windows` ends the first window: after ``first`` frames, or at the end when
+    the rest is under half a window and the first window is not a small fast-start one."""
+    end = min(frames, first)
+    return frames if frames - end < size // 2 and first >= size else end
 
 
 def fade_curves(length: int) -> tuple[FloatAudio, FloatAudio]:
@@ -158,30 +195,45 @@ class CrossfadeJoiner:
 class WindowCost:
     """Running fit of what a decoder window costs: ``seconds = a0 + b * decoded audio seconds``.
 
-    Windows are recorded with the audio they decoded (context included); :meth:`fit` answers for a
-    window in the middle of a segment, which decodes ``context_s`` more on each side than it emits.
-    Thread-safe. ``fit()`` is None until ``min_samples`` windows of clearly different sizes are known.
+    Windows are recorded with the audio they decoded (context included) and the intra-op threads they
+    ran with (``None``: the session's own); :meth:`fit` answers for a window in the middle of a
+    segment, which decodes ``context_s`` more on each side than it emits. Thread-safe. ``fit()`` is
+    None until ``min_samples`` windows of clearly different sizes are known for those threads.
     """
 
     def __init__(self, context_s: float, history: int = 256, min_samples: int = 4) -> None:
         self.context_s = context_s
-        self._samples: collections.deque[tuple[float, float]] = collections.deque(maxlen=history)
+        self._history = history
+        self._samples: dict[int | None, collections.deque[tuple[float, float]]] = {}
+        self._counts: collections.Counter[int | None] = collections.Counter()
         self._lock = threading.Lock()
         self.min_samples = min_samples
 
-    def record(self, decoded_s: float, seconds: float) -> None:
+    def record(self, decoded_s: float, seconds: float, threads: int | None = None) -> None:
         if decoded_s > 0 and seconds > 0:
             with self._lock:
-                self._samples.append((decoded_s, seconds))
+                samples = self._samples.setdefault(threads, collections.deque(maxlen=self._history))
+                samples.append((decoded_s, seconds))
+                self._counts[threads] += 1
 
     def clear(self) -> None:
         with self._lock:
             self._samples.clear()
 
-    def fit(self) -> tuple[float, float] | None:
+    def recorded(self, threads: int | None = None) -> int:
+        """How many windows decoded at ``threads`` were ever recorded (forgotten ones included)."""
+        with self._lock:
+            return self._counts[threads]
+
+    def forget(self, threads: int | None) -> None:
+        """Drop what was learned at ``threads``."""
+        with self._lock:
+            self._samples.pop(threads, None)
+
+    def fit(self, threads: int | None = None) -> tuple[float, float] | None:
         """(a, b): seconds of work per window (its context included) and per audio second it emits."""
         with self._lock:
-            samples = np.array(self._samples, dtype=np.float64)
+            samples = np.array(self._samples.get(threads, ()), dtype=np.float64).reshape(-1, 2)
         if len(samples) < self.min_samples or samples[:, 0].max() < 2 * samples[:, 0].min():
             return None
         b, a0 = np.polyfit(samples[:, 0], samples[:, 1], 1)
@@ -190,7 +242,7 @@ class WindowCost:
 
 
 def run_graph(
-    session: ort.InferenceSession,
+    session: OnnxSession,
     outputs: list[str] | None,
     feeds: dict[str, Any],
     what: str,

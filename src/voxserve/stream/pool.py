@@ -5,6 +5,11 @@ deadline: the wall-clock time by which its audio is needed. A new request's firs
 unit is due now; a long stream's later units are due when playback reaches them.
 So the first audio of a new caller is computed before later audio of a long
 reading, and no stream that is ahead of playback starves one that is not.
+
+With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), jobs share the cores instead of each
+taking all of them: a job runs with the widest thread count in ``levels`` that fits both the cores
+free now and an equal share of the cores among the streams producing audio, and waits while no core
+is free. One stream alone decodes on every core; two on two cores decode side by side, one core each.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from voxserve.engines.onnx import thread_budget
 
 T = TypeVar("T")
 
@@ -34,7 +41,19 @@ class _Job:
 class WorkerPool:
     """``await pool.run(fn, deadline=...)`` runs ``fn()`` on a worker thread."""
 
-    def __init__(self, workers: int = 1, name: str = "voxserve-worker") -> None:
+    def __init__(
+        self,
+        workers: int = 1,
+        name: str = "voxserve-worker",
+        *,
+        cores: int | None = None,
+        levels: tuple[int, ...] = (),
+    ) -> None:
+        if cores is not None and (not levels or min(levels) != 1 or max(levels) > cores):
+            raise ValueError(f"thread levels {levels} do not fit {cores} cores")
+        self.cores = cores
+        self._levels = sorted(levels, reverse=True)
+        self._free = cores or 0
         self._heap: list[_Job] = []
         self._cond = threading.Condition()
         self._seq = itertools.count()
@@ -72,9 +91,25 @@ class WorkerPool:
 
     @property
     def load(self) -> float:
-        """Streams producing audio per worker thread, at least 1: how many ways each worker is shared."""
+        """Streams producing audio per worker thread, at least 1: how many ways each worker is shared.
+
+        With shared cores: streams per job that can run at once at the streams' share of the cores."""
+        return self.share()[1]
+
+    def share(self) -> tuple[int | None, float]:
+        """(threads a stream's job gets now, or None without shared cores; streams per job slot, >= 1)."""
         with self._cond:
-            return max(1.0, self._streams / len(self._threads))
+            streams = self._streams
+            if self.cores is None:
+                return None, max(1.0, streams / len(self._threads))
+            threads = self._level(self.cores)
+            return threads, max(1.0, streams / (self.cores // threads))
+
+    def _level(self, free: int) -> int:
+        """The widest thread level within ``free`` cores and the streams' equal share (lock held)."""
+        assert self.cores is not None
+        fair = max(1, self.cores // max(1, self._streams))
+        return next(n for n in self._levels if n <= min(free, fair))
 
     async def run(self, fn: Callable[[], T], *, deadline: float | None = None) -> T:
         loop = asyncio.get_running_loop()
@@ -101,7 +136,7 @@ class WorkerPool:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._heap and not self._closed:
+                while not self._closed and (not self._heap or (self.cores is not None and self._free < 1)):
                     self._cond.wait()
                 if self._closed and not self._heap:
                     return
@@ -109,8 +144,11 @@ class WorkerPool:
                 if job.future.cancelled():  # caller went away while queued: skip the work
                     continue
                 self._busy += 1
+                threads = self._level(self._free) if self.cores is not None else None
+                self._free -= threads or 0
             try:
-                result = job.fn()
+                with thread_budget(threads):
+                    result = job.fn()
             except BaseException as exc:  # handed to the awaiting coroutine, never lost
                 _deliver(job, _set_exception, exc)
             else:
@@ -118,6 +156,8 @@ class WorkerPool:
             finally:
                 with self._cond:
                     self._busy -= 1
+                    self._free += threads or 0
+                    self._cond.notify_all()
 
 
 def _deliver(job: _Job, setter: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:

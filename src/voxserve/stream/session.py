@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 
 from voxserve.audio.dsp import trim_silence
@@ -25,7 +25,7 @@ from voxserve.engines.onnx import RunControl
 from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.timing import word_spans
-from voxserve.stream.window_budget import segment_window_s, start_window_s
+from voxserve.stream.window_budget import next_window_s, start_window_s
 from voxserve.text.frontend import Frontend
 from voxserve.text.segment import IncrementalSegmenter, TextSegment
 from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, SynthesisParams, WordTiming
@@ -279,29 +279,48 @@ class SynthesisSession:
             boundary = segment.boundary if i < len(segments) - 1 else text_segment.boundary
             await self._speak_windows(segment, boundary)
 
-    def _first_window_s(self) -> float | None:
-        """Audio in the first decoder window of the next segment (see :mod:`.window_budget`)."""
-        first_s, max_s = self._config.first_window_s, self._config.max_window_s
+    def _budget(self) -> tuple[tuple[float, float] | None, float]:
+        """The engine's learned window cost at the threads this stream's jobs get now, and the load."""
+        threads, load = self._pool.share()
         learned = self.engine.window_cost
-        cost = learned.fit() if learned is not None else None
+        return (learned.fit(threads) if learned is not None else None), load
+
+    def _window_plan(self) -> tuple[float | None, Callable[[], float | None] | None]:
+        """The next segment's first window (``None``: the largest) and what sizes the windows after it
+        (``None``: the engine's fixed schedule). See :mod:`.window_budget`."""
+        cfg = self._config
+        cost, load = self._budget()
+        first: float | None
         if self._t_first_audio is None:
-            return start_window_s(first_s, max_s, cost, self._pool.load)
-        if not self._config.pace:
-            return None  # nobody plays along (a file, a benchmark): no playback to keep ahead of
-        return segment_window_s(
-            first_s,
-            max_s,
-            audio_s=self._samples_out / self.sample_rate,
-            played_s=time.monotonic() - self._t_first_audio,
-            compute_s=self._compute_s,
-            load=self._pool.load,
-            cost=cost,
-        )
+            first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
+        elif not cfg.pace:
+            return None, None  # nobody plays along (a file, a benchmark): the largest windows, fewest seams
+        else:
+            first = self._next_window_s()
+        return first, self._next_window_s if cfg.pace and cost is not None else None
+
+    def _next_window_s(self) -> float | None:
+        """Audio the next window may hold to be done before playback needs it (asked from a worker)."""
+        cfg = self._config
+        cost, load = self._budget()
+        if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
+            return cfg.first_window_s
+        if self._t_first_audio is None:
+            return start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
+        ahead = self._samples_out / self.sample_rate - (time.monotonic() - self._t_first_audio)
+        window = next_window_s(ahead, cfg.first_window_s, cfg.max_window_s, cost, load)
+        log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
+        return window
 
     async def _speak_windows(self, segment: PhonemeSegment, boundary: str) -> None:
-        first_window = self._first_window_s()
+        first_window, next_window = self._window_plan()
         pieces: Iterator[EngineAudio] = self.engine.stream(
-            segment.phonemes, self.params.voice, self.params.speed, first_window_s=first_window, control=self._control
+            segment.phonemes,
+            self.params.voice,
+            self.params.speed,
+            first_window_s=first_window,
+            next_window_s=next_window,
+            control=self._control,
         )
         try:
             while True:
