@@ -7,7 +7,11 @@ per N: median time to first audio, underrun count and total stall time, aggregat
 ``--stagger S`` starts stream k after k*S seconds (callers rarely arrive in the same instant; 0 is
 the worst case).
 
-    .venv/bin/python -m bench.concurrency --engine kokoro --streams 1,2,3 [--stagger 1.0]
+    .venv/bin/python -m bench.concurrency --engine kokoro --streams 1,2,3 [--stagger 1.0] [--repeat 5]
+
+``--repeat N`` runs each level N times and adds a summary row: medians, and how many runs had no
+underrun at all. ``--no-elastic`` makes concurrent streams take turns on all cores instead of sharing
+them (the setup before elastic sessions), for comparison.
 """
 
 from __future__ import annotations
@@ -70,6 +74,22 @@ async def run_level(runtime: Runtime, voice: str, streams: int, stagger: float =
     }
 
 
+def summary(rows: list[dict[str, float]]) -> dict[str, float]:
+    """Medians over repeated runs of one level, and how many runs had no underrun."""
+    med = statistics.median
+    return {
+        "streams": rows[0]["streams"],
+        "stagger_s": rows[0]["stagger_s"],
+        "runs": len(rows),
+        "runs_without_underrun": sum(1 for r in rows if r["underruns"] == 0),
+        "ttfa_median_ms": med(r["ttfa_median_ms"] for r in rows),
+        "underruns_median": med(r["underruns"] for r in rows),
+        "stall_s_median": med(r["stall_s"] for r in rows),
+        "stall_s_max": max(r["stall_s"] for r in rows),
+        "audio_per_wall": med(r["audio_per_wall"] for r in rows),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--engine", default="kokoro", choices=sorted(VOICES))
@@ -78,18 +98,28 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--stagger", type=float, default=0.0, help="seconds between stream starts")
     parser.add_argument("--verbose", action="store_true", help="print each stall")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per level (a summary row when > 1)")
+    parser.add_argument("--no-elastic", action="store_true", help="streams take turns on all cores")
     args = parser.parse_args()
     global VERBOSE
     VERBOSE = args.verbose
     settings = Settings(  # type: ignore[call-arg]
-        _env_file=None, engines=[args.engine], decode_mode=args.mode, intra_op_threads=args.threads
+        _env_file=None,
+        engines=[args.engine],
+        decode_mode=args.mode,
+        intra_op_threads=args.threads,
+        elastic_threads=not args.no_elastic,
     )
     runtime = Runtime(settings)
     runtime.load(warm=True)
     try:
         for n in (int(x) for x in args.streams.split(",")):
-            row = asyncio.run(run_level(runtime, VOICES[args.engine], n, args.stagger))
-            print(json.dumps({"engine": args.engine, "mode": args.mode, **row}), flush=True)
+            rows = []
+            for _ in range(args.repeat):
+                rows.append(asyncio.run(run_level(runtime, VOICES[args.engine], n, args.stagger)))
+                print(json.dumps({"engine": args.engine, "mode": args.mode, **rows[-1]}), flush=True)
+            if args.repeat > 1:
+                print(json.dumps({"engine": args.engine, "mode": args.mode, **summary(rows)}), flush=True)
     finally:
         runtime.close()
 

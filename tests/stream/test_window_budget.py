@@ -42,8 +42,8 @@ def test_the_next_window_is_done_before_the_audio_ahead_has_played() -> None:
     assert window is not None
     assert MARGIN * (0.22 + 0.59 * window) == pytest.approx(1.5)
     # the same stream sharing its core with another one gets less
-    shared = next_window_s(1.5, FIRST, LARGEST, (0.16, 0.3), load=2.0)
-    assert shared is not None and 2 * MARGIN * (0.16 + 0.3 * shared) == pytest.approx(1.5)
+    shared = next_window_s(2.0, FIRST, LARGEST, (0.16, 0.3), load=2.0)
+    assert shared is not None and 2 * MARGIN * (0.16 + 0.3 * shared) == pytest.approx(2.0)
 
 
 def test_a_stream_well_ahead_gets_the_largest_windows() -> None:
