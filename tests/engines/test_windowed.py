@@ -18,7 +18,7 @@ from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.engines.onnx import SessionFactory
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
-from voxserve.engines.windowing import CrossfadeJoiner, Window, plan_windows
+from voxserve.engines.windowing import CrossfadeJoiner, Window, iter_windows
 from voxserve.errors import InvalidInput
 from voxserve.models.graphs import build_split_graphs
 
@@ -29,8 +29,8 @@ PIPER_IPA = "jʊɹ ˈɔːɹdɚ ʃˈɪpt ðɪs mˈɔːɹnɪŋ ænd ʃˌʊd ɚɹˈ
 @pytest.mark.parametrize(
     ("frames", "first", "size"), [(1, 10, 40), (10, 10, 40), (11, 10, 40), (154, 24, 40), (500, 10, 60)]
 )
-def test_plan_windows_tiles_all_frames(frames: int, first: int, size: int) -> None:
-    windows = plan_windows(frames, first, size, 8, 8)
+def test_iter_windows_tiles_all_frames(frames: int, first: int, size: int) -> None:
+    windows = list(iter_windows(frames, first, size, 8, 8))
     assert windows[0].start == 0 and windows[-1].end == frames
     assert windows[0].end == min(first, frames)
     for before, after in itertools.pairwise(windows):
@@ -40,9 +40,9 @@ def test_plan_windows_tiles_all_frames(frames: int, first: int, size: int) -> No
         assert w.end - w.start <= max(first, size + size // 2)
 
 
-def test_plan_windows_rejects_nonsense() -> None:
+def test_iter_windows_rejects_nonsense() -> None:
     with pytest.raises(InvalidInput):
-        plan_windows(100, 0, 40, 8, 8)
+        list(iter_windows(100, 0, 40, 8, 8))
 
 
 def test_joiner_reassembles_a_signal_exactly() -> None:
@@ -52,9 +52,9 @@ def test_joiner_reassembles_a_signal_exactly() -> None:
     signal = rng.standard_normal(57 * hop).astype(np.float32)
     joiner = CrossfadeJoiner(hop, crossfade=120)
     pieces = []
-    for w in plan_windows(57, 5, 20, 2, 2):
+    for w in iter_windows(57, 5, 20, 2, 2):
         pieces.append(joiner.push(w, signal[w.ctx_start * hop : w.ctx_end * hop]))
-    assert [len(p) for p in pieces] == [(w.end - w.start) * hop for w in plan_windows(57, 5, 20, 2, 2)]
+    assert [len(p) for p in pieces] == [(w.end - w.start) * hop for w in iter_windows(57, 5, 20, 2, 2)]
     np.testing.assert_allclose(np.concatenate(pieces), signal, atol=1e-6)
 
 

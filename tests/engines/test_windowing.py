@@ -6,12 +6,12 @@ import itertools
 
 import pytest
 
-from voxserve.engines.windowing import WindowConfig, plan_windows
+from voxserve.engines.windowing import WindowConfig, iter_windows
 from voxserve.errors import InvalidInput
 
 
 def test_windows_cover_every_frame_once_and_grow() -> None:
-    windows = plan_windows(300, 14, 20, 16, 16, growth=2.0, max_size=160)
+    windows = list(iter_windows(300, 14, 20, 16, 16, growth=2.0, max_size=160))
     assert windows[0].start == 0 and windows[-1].end == 300
     assert all(a.end == b.start for a, b in itertools.pairwise(windows))
     sizes = [w.end - w.start for w in windows]
@@ -21,15 +21,15 @@ def test_windows_cover_every_frame_once_and_grow() -> None:
 
 
 def test_fixed_windows_without_growth() -> None:
-    sizes = [w.end - w.start for w in plan_windows(100, 10, 30, 4, 4)]
+    sizes = [w.end - w.start for w in iter_windows(100, 10, 30, 4, 4)]
     assert sizes == [10, 30, 30, 30]
 
 
 def test_bad_plans_are_refused() -> None:
     with pytest.raises(InvalidInput):
-        plan_windows(100, 0, 10, 4, 4)
+        list(iter_windows(100, 0, 10, 4, 4))
     with pytest.raises(InvalidInput):
-        plan_windows(100, 10, 10, 4, 4, growth=0.5)
+        list(iter_windows(100, 10, 10, 4, 4, growth=0.5))
 
 
 def test_config_plans_small_first_windows_only_for_a_streams_first_segment() -> None:
@@ -52,14 +52,43 @@ def test_a_quantum_makes_window_sizes_multiples_of_it() -> None:
 
 
 def test_the_first_window_can_have_less_right_context() -> None:
-    plain = plan_windows(100, 10, 30, 8, 8)
-    short = plan_windows(100, 10, 30, 8, 8, first_right=4)
+    plain = list(iter_windows(100, 10, 30, 8, 8))
+    short = list(iter_windows(100, 10, 30, 8, 8, first_right=4))
     assert short[0].ctx_end == 14 and plain[0].ctx_end == 18
     assert short[1:] == plain[1:] and short[0].start == plain[0].start and short[0].end == plain[0].end
 
 
 def test_a_short_remainder_joins_a_large_first_window() -> None:
     """A later segment a little over the largest window is decoded in one window, not 4 s + 0.1 s."""
-    assert [(w.start, w.end) for w in plan_windows(172, 160, 160, 8, 8)] == [(0, 172)]
+    assert [(w.start, w.end) for w in iter_windows(172, 160, 160, 8, 8)] == [(0, 172)]
     # a small fast-start first window is kept as it is
-    assert [(w.start, w.end) for w in plan_windows(24, 16, 40, 8, 8)] == [(0, 16), (16, 24)]
+    assert [(w.start, w.end) for w in iter_windows(24, 16, 40, 8, 8)] == [(0, 16), (16, 24)]
+
+
+def test_each_later_window_is_sized_just_before_it_is_cut() -> None:
+    """A stream sizes its next window from the audio it has ahead when that window starts."""
+    asked: list[int] = []
+    sizes = iter([25, 40, 60])
+
+    def next_size() -> int:
+        size = next(sizes, 60)
+        asked.append(size)
+        return size
+
+    windows = iter_windows(140, 10, 30, 4, 4, growth=1.4, next_size=next_size)
+    first = next(windows)
+    assert (first.start, first.end) == (0, 10) and asked == []  # the first window is the fast-start one
+    second = next(windows)
+    assert (second.start, second.end) == (10, 35) and asked == [25]
+    rest = list(windows)
+    assert [(w.start, w.end) for w in rest] == [(35, 75), (75, 140)]  # a remainder under half merged
+    assert asked == [25, 40, 60]
+
+
+def test_config_turns_a_budget_in_seconds_into_frames() -> None:
+    config = WindowConfig(max_s=4.0)
+    frame = 0.025
+    budget: list[float | None] = [0.5, None, 9.0]
+    sizer = config.sizer(lambda: budget.pop(0), frame)
+    assert sizer is not None and [sizer(), sizer(), sizer()] == [20, 160, 160]  # None and too large: largest
+    assert config.sizer(None, frame) is None

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
-import numpy as np
 import pytest
 
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
-from voxserve.types import SynthesisParams
+
+from .speaking import speak
 
 TEXTS = (
     "Sure, I can help with that. Your order shipped this morning and should arrive on Thursday.",
@@ -27,16 +27,9 @@ def batching_runtime(model_store: object) -> Iterator[Runtime]:
     runtime.close()
 
 
-async def _speak(runtime: Runtime, text: str) -> np.ndarray:
-    session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
-    session.push_text(text)
-    session.close()
-    return np.concatenate([chunk.samples async for chunk in session])
-
-
 async def test_concurrent_streams_are_batched_and_stay_intelligible(batching_runtime: Runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
     calls_before, windows_before = batching_runtime.decoder_calls
-    audios = await asyncio.gather(*(_speak(batching_runtime, text) for text in TEXTS))
+    audios = await asyncio.gather(*(speak(batching_runtime, text) for text in TEXTS))
     calls, windows = batching_runtime.decoder_calls
     calls, windows = calls - calls_before, windows - windows_before
     assert calls < windows, f"{calls} decoder calls for {windows} windows"  # some calls held both streams' windows

@@ -6,22 +6,14 @@ from __future__ import annotations
 import asyncio
 import os
 
-import numpy as np
-
 from voxserve.runtime import Runtime
-from voxserve.types import SynthesisParams
+
+from .speaking import speak
 
 TEXTS = (
     "Sure, I can help with that. Your order shipped this morning and should arrive on Thursday.",
     "Please call me back tomorrow afternoon. The meeting has been moved to the second floor.",
 )
-
-
-async def _speak(runtime: Runtime, text: str) -> np.ndarray:
-    session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
-    session.push_text(text)
-    session.close()
-    return np.concatenate([chunk.samples async for chunk in session])
 
 
 async def test_two_streams_decode_side_by_side_on_a_core_each(runtime: Runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
@@ -32,11 +24,11 @@ async def test_two_streams_decode_side_by_side_on_a_core_each(runtime: Runtime, 
     assert cost is not None
     narrow_before, wide_before = cost.recorded(1), cost.recorded(cores)
 
-    alone = await _speak(runtime, TEXTS[0])
+    alone = await speak(runtime, TEXTS[0])
     assert cost.recorded(1) == narrow_before and cost.recorded(cores) > wide_before  # alone: every core
 
     wide_before = cost.recorded(cores)
-    audios = await asyncio.gather(*(_speak(runtime, text) for text in TEXTS))
+    audios = await asyncio.gather(*(speak(runtime, text) for text in TEXTS))
     assert cost.recorded(1) > narrow_before  # together: a core each
     for text, audio in zip(TEXTS, audios, strict=True):
         assert wer(text, transcribe(audio, 24_000)) <= 0.15

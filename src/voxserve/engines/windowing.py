@@ -95,23 +95,6 @@ class Window:
     ctx_end: int
 
 
-def plan_windows(
-    frames: int,
-    first: int,
-    size: int,
-    left: int,
-    right: int,
-    *,
-    growth: float = 1.0,
-    max_size: int | None = None,
-    first_right: int | None = None,
-) -> list[Window]:
-    """All windows of :func:`iter_windows` with a fixed schedule."""
-    return list(
-        iter_windows(frames, first, size, left, right, growth=growth, max_size=max_size, first_right=first_right)
-    )
-
-
 def iter_windows(
     frames: int,
     first: int,
