@@ -24,6 +24,14 @@ def test_window_plan_is_quantized_only_when_batching() -> None:
     assert batched.quantum_s > 0 and batched.growth == 1.0
 
 
+def test_paced_streams_get_smaller_windows_than_files() -> None:
+    """A stream played in real time keeps its windows short (a new caller waits for at most one)."""
+    config = Runtime(Settings(_env_file=None)).session_config()  # type: ignore[call-arg]
+    assert config.max_window_s == 2.0 and Runtime(Settings(_env_file=None)).window_config().max_s == 4.0  # type: ignore[call-arg]
+    small = Runtime(Settings(_env_file=None, window_max_ms=1000)).session_config()  # type: ignore[call-arg]
+    assert small.max_window_s == 1.0
+
+
 def test_a_loaded_runtime_knows_every_kokoro_voices_statistics(runtime) -> None:  # type: ignore[no-untyped-def]
     """Every voice's first sentence starts from its own learned decoder statistics, not other voices'."""
     kokoro = next(e for e in runtime._engines.values() if e.name == "kokoro")

@@ -230,7 +230,7 @@ class Runtime:
             lookahead_s=s.lookahead_s,
             idle_flush_ms=s.idle_flush_ms,
             first_window_s=s.window_first_ms / 1000,
-            max_window_s=s.window_max_ms / 1000,
+            max_window_s=min(s.window_paced_max_ms, s.window_max_ms) / 1000,
             max_input_chars=s.max_input_chars,
             pace=pace,
         )

@@ -65,6 +65,12 @@ class Settings(BaseSettings):
     window_next_ms: int = Field(default=500, ge=25, description="First window of later segments, second of the first.")
     window_growth: float = Field(default=1.4, ge=1.0, le=8.0, description="Each later window this much larger.")
     window_max_ms: int = Field(default=4000, ge=100, description="Largest decoder window.")
+    window_paced_max_ms: int = Field(
+        default=2000,
+        ge=100,
+        description="Largest decoder window of a stream played in real time: a new caller's first audio "
+        "may wait for one such window of another stream (~0.9 s on 2 cores at 2 s).",
+    )
     window_context_ms: int = Field(
         default=200, ge=0, le=1000, description="Audio decoded on each side of a window for a seamless join."
     )

@@ -45,8 +45,8 @@ def start_window_s(first_s: float, max_s: float, cost: tuple[float, float] | Non
     return min(max(first_s, gaining), max_s)
 
 
-def next_window_s(ahead_s: float, first_s: float, max_s: float, cost: tuple[float, float], load: float) -> float | None:
-    """The next window of a stream with ``ahead_s`` of audio not yet played (``None``: the largest).
+def next_window_s(ahead_s: float, first_s: float, max_s: float, cost: tuple[float, float], load: float) -> float:
+    """The next window of a stream with ``ahead_s`` of audio not yet played, at most ``max_s``.
 
     The largest window done within ``ahead_s / MARGIN``, but never smaller than a first window
     (:func:`start_window_s`): with too little ahead a stall is coming anyway, and a smaller window
@@ -54,6 +54,4 @@ def next_window_s(ahead_s: float, first_s: float, max_s: float, cost: tuple[floa
     """
     a, b = cost
     affordable = (max(ahead_s, 0.0) / (MARGIN * load) - a) / b
-    if affordable >= max_s:
-        return None
-    return max(affordable, start_window_s(first_s, max_s, cost, load))
+    return min(max(affordable, start_window_s(first_s, max_s, cost, load)), max_s)
