@@ -59,13 +59,14 @@ def test_a_cancelled_run_control_aborts_the_call_in_flight(model_store) -> None:
         run_graph(session, None, feeds, "Kokoro", control)
 
 
-def test_thread_levels_halve_down_to_one() -> None:
+def test_thread_levels_are_all_cores_their_root_and_one() -> None:
     from voxserve.engines.onnx import thread_levels
 
     assert thread_levels(1) == (1,)
     assert thread_levels(2) == (2, 1)
     assert thread_levels(4) == (4, 2, 1)
-    assert thread_levels(16) == (16, 8, 1)  # at most three sessions per graph
+    assert thread_levels(16) == (16, 4, 1)  # at most three sessions per graph
+    assert thread_levels(8) == (8, 3, 1)
 
 
 def test_an_elastic_session_runs_at_the_callers_thread_budget(model_store) -> None:  # type: ignore[no-untyped-def]
