@@ -29,6 +29,25 @@ class RunningServer:
     """uvicorn.Server.run in a daemon thread; ``stop`` shuts it down the normal way."""
 
     def __init__(self, settings: Settings, runtime: RuntimeLike | None = None, wait_ready: bool = True) -> None:
+        # a port from free_port() can be taken by another socket before the server binds it: then the
+        # server thread ends at once, and the server is started again on fresh ports
+        for attempt in range(3):
+            if attempt:
+                settings = settings.model_copy(update={"port": free_port(), "grpc_port": free_port()})
+            if self._start(settings, runtime):
+                break
+        else:
+            raise RuntimeError("server did not start")
+        secure = settings.tls_certfile is not None
+        self.verify: str | bool = str(settings.tls_certfile) if secure else True
+        self.base = f"{'https' if secure else 'http'}://127.0.0.1:{settings.port}"
+        self.ws = f"{'wss' if secure else 'ws'}://127.0.0.1:{settings.port}/v1/tts/stream"
+        self.grpc = f"127.0.0.1:{settings.grpc_port}"
+        if wait_ready:
+            self.wait_ready()
+
+    def _start(self, settings: Settings, runtime: RuntimeLike | None) -> bool:
+        """Start uvicorn in a thread; False when it ended without starting (its port was taken)."""
         self.settings = settings
         self.app = create_app(settings, runtime)
         self.state = self.app.state.vox
@@ -37,16 +56,12 @@ class RunningServer:
         self.thread.start()
         deadline = time.monotonic() + 60
         while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("server did not start")
+            if not self.thread.is_alive():
+                return False
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start within 60 s")
             time.sleep(0.02)
-        secure = settings.tls_certfile is not None
-        self.verify: str | bool = str(settings.tls_certfile) if secure else True
-        self.base = f"{'https' if secure else 'http'}://127.0.0.1:{settings.port}"
-        self.ws = f"{'wss' if secure else 'ws'}://127.0.0.1:{settings.port}/v1/tts/stream"
-        self.grpc = f"127.0.0.1:{settings.grpc_port}"
-        if wait_ready:
-            self.wait_ready()
+        return True
 
     def wait_ready(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
