@@ -123,9 +123,6 @@ class ElasticSession:
     def get_outputs(self) -> Any:
         return self.widest.get_outputs()
 
-    def get_providers(self) -> list[str]:
-        return list(self.widest.get_providers())
-
     def io_binding(self) -> Any:
         return self.session_for(current_thread_budget()).io_binding()
 
