@@ -35,5 +35,5 @@ def test_paced_streams_get_smaller_windows_than_files() -> None:
 def test_a_loaded_runtime_knows_every_kokoro_voices_statistics(runtime) -> None:  # type: ignore[no-untyped-def]
     """Every voice's first sentence starts from its own learned decoder statistics, not other voices'."""
     kokoro = next(e for e in runtime._engines.values() if e.name == "kokoro")
-    book = kokoro._streamer.voice_stats
+    book = kokoro.streamer.voice_stats
     assert all(book.frames_seen(voice.id) > 0 for voice in kokoro.voices())

@@ -31,12 +31,12 @@ from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SessionConfig, SynthesisSession
 from voxserve.text.frontend import Frontend
 from voxserve.text.languages import lang_for_voice, normalize_lang
+from voxserve.text.teaching import ANCHOR_SENTENCES, VOICE_SENTENCES
 from voxserve.types import SynthesisParams, VoiceInfo
 
 log = logging.getLogger(__name__)
 
 PIPER_VOICE = "en_US-joe-medium"
-TEACHING_TEXT = "Thanks for calling, how can I help?"  # ~1.8 s: each voice speaks it once
 GPU_BATCH = 64  # default windows per decoder call on a GPU; not measured yet (no GPU run so far)
 
 
@@ -171,16 +171,25 @@ class Runtime:
                         engine.window_cost.forget(threads)
 
     def learn_voices(self) -> None:
-        """Teach windowed Kokoro every voice's decoder statistics (saved with the split graphs, so only
-        the first start after a model build pays for it: ~1 s per voice on 2 cores)."""
+        """Teach windowed Kokoro every voice's decoder statistics and how to predict a sentence's (saved
+        with the split graphs, so only the first start after a model build pays for it: ~1 s per sentence
+        on 2 cores, 148 sentences). The default voice (if a Kokoro one, else af_heart) is the anchor."""
         for engine in self._engines.values():
             if not isinstance(engine, KokoroEngine):
                 continue
-            segments = self.frontend.phonemize(TEACHING_TEXT, "en-us", engine.alphabet)
+
+            def phonemes(text: str, engine: Engine = engine) -> str:
+                segments = self.frontend.phonemize(text, "en-us", engine.alphabet)
+                return " ".join(segment.phonemes for segment in segments)
+
+            ids = {voice.id for voice in engine.voices()}
+            anchor = self.settings.default_voice if self.settings.default_voice in ids else "af_heart"
             t0 = time.perf_counter()
-            learned = engine.learn_voice_statistics(" ".join(segment.phonemes for segment in segments))
+            learned = engine.learn_voice_statistics(
+                [phonemes(text) for text in VOICE_SENTENCES], anchor, [phonemes(text) for text in ANCHOR_SENTENCES]
+            )
             if learned:
-                log.info("learned decoder statistics of %d voices in %.1f s", learned, time.perf_counter() - t0)
+                log.info("learned decoder statistics from %d sentences in %.1f s", learned, time.perf_counter() - t0)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -176,3 +176,37 @@ def test_piper_windows_match_whole_decode(split_dir: Path, model_store, piper_id
         first.lead_in + int(first.phoneme_durations.sum()) + pieces[-1].tail == len(whole) == front.frames * PIPER_HOP
     )
     assert len(first.samples) - first.lead_in == 24 * PIPER_HOP
+
+
+def test_predicted_statistics_bring_a_first_segment_closer_to_the_whole(runtime) -> None:  # type: ignore[no-untyped-def]
+    """The server's path: a stream's first sentence in small windows, its vocoder statistics predicted
+    from its frame-rate ones (learned at start-up), against starting from the voice's average."""
+    engine = runtime.engines["kokoro"]
+    streamer, windows = engine.streamer, runtime.window_config()
+    assert all(streamer.stats_model.knows(voice.id) for voice in engine.voices())
+    frame_s = KOKORO_HOP / 24_000
+    first, following, largest = windows.plan(windows.first_s, frame_s)
+    model, book = streamer.stats_model, streamer.voice_stats
+    scores: dict[str, list[float]] = {"predicted": [], "voice average": []}
+    texts = ("Your order shipped this morning and should arrive on Thursday.", "Sure, I can help with that.")
+    try:
+        for text in texts:
+            phonemes = " ".join(s.phonemes for s in runtime.frontend.phonemize(text, "en-us"))
+            ids = np.array([KOKORO_VOCAB[c] for c in phonemes], dtype=np.int64)
+            front = streamer.front(
+                ids, engine.style_tables.style("af_heart", len(ids)), max_pad_frames=4, max_lead_frames=2
+            )
+            whole = streamer.decode(front)
+            for start in scores:
+                streamer.stats_model = model if start == "predicted" else None
+                streamer.voice_stats = book.snapshot()  # the voice book learns from every window
+                pieces = streamer.decode_windows(
+                    front, first, following, growth=windows.growth, max_window_frames=largest, voice="af_heart",
+                    early_stats=True, first_context_frames=windows.frames(windows.first_context_s, frame_s),
+                )  # fmt: skip
+                scores[start].append(_scores(whole, np.concatenate([p.samples for p in pieces]))[0])
+    finally:
+        streamer.stats_model, streamer.voice_stats = model, book
+    print(scores)
+    assert min(scores["predicted"]) >= 3.9, scores
+    assert sum(scores["predicted"]) > sum(scores["voice average"]) + 0.2, scores

@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.base import Alphabet
-from voxserve.engines.kokoro_stream import KokoroFront, KokoroStreamer
+from voxserve.engines.kokoro_stream import Array, KokoroFront, KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
 from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.engines.voices import kokoro_voice_info, parse_blend
@@ -117,6 +117,11 @@ class KokoroEngine:
         return self._streamer.cost if self._streamer is not None else None
 
     @property
+    def streamer(self) -> KokoroStreamer | None:
+        """The windowed decoder (None in sentence mode)."""
+        return self._streamer
+
+    @property
     def windowed(self) -> bool:
         return self._streamer is not None
 
@@ -138,31 +143,45 @@ class KokoroEngine:
     def unknown_symbols(self, phonemes: str) -> set[str]:
         return {ch for ch in phonemes if ch not in KOKORO_VOCAB}
 
-    def learn_voice_statistics(self, phonemes: str) -> int:
-        """Teach the windowed decoder every voice's statistics, so that a voice's first sentence starts
-        from its own average rather than other voices' (first-segment PESQ-wb of a voice never heard:
-        3.62 with another voice's average, 3.94 with its own; ``bench/fidelity.py --learned-from``).
+    def learn_voice_statistics(
+        self, voice_phonemes: Sequence[str], anchor_voice: str, anchor_phonemes: Sequence[str]
+    ) -> int:
+        """Teach the windowed decoder every voice's statistics, so that a stream's first sentence does
+        not start from a short window's own (see :mod:`~voxserve.engines.stats_model`).
 
-        Each voice speaks ``phonemes`` once, decoded in one window (exact sentence statistics), ~1 s
-        per voice on 2 cores for a short sentence; the result is saved next to the split graphs and reloaded next time.
-        Returns how many voices were decoded now (0 when loaded or not windowed).
+        ``anchor_voice`` speaks each of ``anchor_phonemes`` (a few dozen sentences) to fit the regression
+        from frame-rate to vocoder statistics; then every voice speaks ``voice_phonemes`` for its
+        averages (and the voice book, the fallback for blends). Each is decoded in one window (exact
+        statistics): ~1 s per sentence on 2 cores. The result is saved next to the split graphs and
+        reloaded next time. Returns how many sentences were decoded now (0 when loaded or not windowed).
         """
         streamer = self._streamer
-        if streamer is None or streamer.voice_stats is None:
+        if streamer is None or streamer.voice_stats is None or streamer.stats_model is None:
             return 0
+        if anchor_voice not in self._voice_ids:
+            raise UnknownVoice(f"unknown voice {anchor_voice!r} to learn decoder statistics from")
         record = streamer.graph_dir / "kokoro_split.json"
         built = record.read_text() if record.is_file() else ""
-        tag = hashlib.sha256(f"{built}|{phonemes}".encode()).hexdigest()
-        path = streamer.graph_dir / "voice_stats.npz"
-        if streamer.voice_stats.load(path, tag):
+        taught = "|".join([built, *voice_phonemes, anchor_voice, *anchor_phonemes])
+        tag = hashlib.sha256(taught.encode()).hexdigest()
+        book_path, model_path = streamer.graph_dir / "voice_stats.npz", streamer.graph_dir / "stats_model.npz"
+        if streamer.voice_stats.load(book_path, tag) and streamer.stats_model.load(model_path, tag):
             return 0
-        ids = np.array(self.token_ids(phonemes), dtype=np.int64)
+
+        def exact(text: str, voice: str) -> tuple[dict[str, Array], dict[str, Array]]:
+            ids = np.array(self.token_ids(text), dtype=np.int64)
+            return streamer.exact_statistics(self._front(streamer, ids, voice, 1.0, None), voice)
+
+        anchor = [exact(text, anchor_voice) for text in anchor_phonemes]
+        streamer.stats_model.fit([a[0] for a in anchor], [a[1] for a in anchor])
+        streamer.stats_model.add_voice(anchor_voice, [a[0] for a in anchor], [a[1] for a in anchor])
         for voice in self._voice_ids:
-            front = self._front(streamer, ids, voice, 1.0, None)
-            for _ in streamer.decode_windows(front, front.frames, front.frames, voice=voice):
-                pass
-        streamer.voice_stats.save(path, tag)
-        return len(self._voice_ids)
+            spoken = [exact(text, voice) for text in voice_phonemes]
+            if voice != anchor_voice:
+                streamer.stats_model.add_voice(voice, [s[0] for s in spoken], [s[1] for s in spoken])
+        streamer.voice_stats.save(book_path, tag)
+        streamer.stats_model.save(model_path, tag)
+        return len(anchor) + len(self._voice_ids) * len(voice_phonemes)
 
     def token_ids(self, phonemes: str) -> list[int]:
         unknown = self.unknown_symbols(phonemes)

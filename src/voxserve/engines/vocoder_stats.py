@@ -102,6 +102,13 @@ class VoiceStatsBook:
         means, seen = entry
         return means, min(seen, self.prior_frames)
 
+    def snapshot(self) -> VoiceStatsBook:
+        """A copy that later records do not change (for measurements)."""
+        copy = VoiceStatsBook(self.prior_frames, self.memory_frames)
+        with self._lock:
+            copy._book = dict(self._book)
+        return copy
+
     def frames_seen(self, voice: str) -> int:
         with self._lock:
             return self._book.get(voice, ({}, 0))[1]

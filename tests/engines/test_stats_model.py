@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxserve.engines.stats_model import StatsRegression, flatten
+
+FRAME, VOCODER = ["stat_in_1", "stat_in_2"], ["stat_in_7", "stat_in_9"]
+
+
+def _split(row: np.ndarray, names: list[str]) -> dict[str, np.ndarray]:
+    half = len(row) // 2
+    return {names[0]: row[:half].reshape(1, -1, 1), names[1]: row[half:].reshape(1, -1, 1)}
+
+
+def _voice(rng: np.random.Generator, slope: np.ndarray, x_mean: np.ndarray, y_mean: np.ndarray, n: int):  # type: ignore[no-untyped-def]
+    """Sentences of one voice: frame statistics around x_mean, vocoder statistics on a shared slope."""
+    xs = x_mean + rng.normal(size=(n, len(x_mean)))
+    ys = y_mean + (xs - x_mean) @ slope + 0.01 * rng.normal(size=(n, len(y_mean)))
+    return [_split(x, FRAME) for x in xs], [_split(y, VOCODER) for y in ys]
+
+
+@pytest.fixture()
+def world():  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    slope = rng.normal(size=(12, 8)) / 4
+    anchor = (rng.normal(size=12), 5 + rng.normal(size=8))
+    other = (anchor[0] + 3, anchor[1] + 2)  # another voice: shifted averages, same slope
+    return rng, slope, anchor, other
+
+
+def test_predicts_a_sentence_better_than_the_voice_average(world) -> None:  # type: ignore[no-untyped-def]
+    rng, slope, anchor, other = world
+    model = StatsRegression(ridge=0.01)
+    frames, vocoders = _voice(rng, slope, *anchor, 40)
+    model.fit(frames, vocoders)
+    model.add_voice("anchor", frames, vocoders)
+    # the other voice is known from one sentence only
+    model.add_voice("other", *_voice(rng, slope, *other, 1))
+    for voice, means in (("anchor", anchor), ("other", other)):
+        test_frames, test_vocoders = _voice(rng, slope, *means, 20)
+        predicted = [flatten(model.predict(voice, f), VOCODER) for f in test_frames]  # type: ignore[arg-type]
+        truth = [flatten(v, VOCODER) for v in test_vocoders]
+        error = np.mean([np.sum((p - t) ** 2) for p, t in zip(predicted, truth, strict=True)])
+        baseline = np.mean([np.sum((means[1] - t) ** 2) for t in truth])
+        assert error < 0.3 * baseline, (voice, error, baseline)
+    assert model.predict("af_bella+af_heart", test_frames[0]) is None and not model.knows("af_bella+af_heart")
+    assert model.predict("anchor", test_frames[0])["stat_in_7"].shape == (1, 4, 1)  # type: ignore[index]
+
+
+def test_never_predicts_a_negative_variance(world) -> None:  # type: ignore[no-untyped-def]
+    rng, slope, anchor, _ = world
+    model = StatsRegression()
+    frames, vocoders = _voice(rng, slope, anchor[0], anchor[1] + 10, 10)  # every target positive
+    model.fit(frames, vocoders)
+    model.add_voice("anchor", frames, vocoders)
+    far = _split(anchor[0] - 1000, FRAME)  # a sentence far outside what was seen
+    assert min(float(v.min()) for v in model.predict("anchor", far).values()) > 0  # type: ignore[union-attr]
+
+
+def test_needs_a_fit_before_voices_and_paired_sentences(world) -> None:  # type: ignore[no-untyped-def]
+    rng, slope, anchor, _ = world
+    model = StatsRegression()
+    frames, vocoders = _voice(rng, slope, *anchor, 3)
+    with pytest.raises(ValueError, match="fit"):
+        model.add_voice("anchor", frames, vocoders)
+    with pytest.raises(ValueError, match="paired"):
+        model.fit(frames, vocoders[:2])
+
+
+def test_saves_and_reloads_with_its_tag(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    rng, slope, anchor, _ = world
+    model = StatsRegression()
+    frames, vocoders = _voice(rng, slope, *anchor, 5)
+    model.fit(frames, vocoders)
+    model.add_voice("anchor", frames, vocoders)
+    path = tmp_path / "stats_model.npz"
+    model.save(path, "built-1")
+    assert not StatsRegression().load(path, "built-2")
+    assert not StatsRegression().load(tmp_path / "missing.npz", "built-1")
+    loaded = StatsRegression()
+    assert loaded.load(path, "built-1") and loaded.knows("anchor")
+    for name, value in model.predict("anchor", frames[0]).items():  # type: ignore[union-attr]
+        np.testing.assert_allclose(loaded.predict("anchor", frames[0])[name], value, rtol=1e-4, atol=1e-4)  # type: ignore[index]
