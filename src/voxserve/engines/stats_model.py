@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from voxserve.engines.vocoder_stats import load_tagged, save_tagged
+
 Vector = npt.NDArray[np.float64]
 Means = Mapping[str, npt.NDArray[np.floating]]
 
@@ -97,31 +99,31 @@ class StatsRegression:
     def save(self, path: Path, tag: str) -> None:
         """Write the fit and every voice's averages to ``path`` (.npz, float32), marked with ``tag``."""
         with self._lock:
-            data = {f"fit|{k}": v.astype(np.float32) for k, v in self._arrays.items()}
+            data: dict[str, npt.NDArray[np.generic]] = {
+                f"fit|{k}": v.astype(np.float32) for k, v in self._arrays.items()
+            }
             for voice, (x_mean, y_mean) in self._voices.items():
                 data[f"x|{voice}"], data[f"y|{voice}"] = x_mean.astype(np.float32), y_mean.astype(np.float32)
             data["x_names"] = np.array(self._x_names)
             data["y_names"] = np.array(list(self._y_sizes))
             data["y_sizes"] = np.array(list(self._y_sizes.values()))
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, __tag__=np.frombuffer(tag.encode(), dtype=np.uint8), **data)  # type: ignore[arg-type]
-        tmp.replace(path)
+        save_tagged(path, tag, data)
 
     def load(self, path: Path, tag: str) -> bool:
         """Take what ``path`` holds if it was saved with ``tag``; False if absent, stale or incomplete."""
+        data = load_tagged(path, tag)
+        if data is None:
+            return False
         try:
-            with np.load(path) as data:
-                if bytes(data["__tag__"]).decode() != tag:
-                    return False
-                arrays = {k.split("|", 1)[1]: data[k].astype(np.float64) for k in data.files if k.startswith("fit|")}
-                voices = {
-                    k[2:]: (data[k].astype(np.float64), data["y|" + k[2:]].astype(np.float64))
-                    for k in data.files
-                    if k.startswith("x|")
-                }
-                x_names = [str(n) for n in data["x_names"]]
-                y_sizes = {str(n): int(s) for n, s in zip(data["y_names"], data["y_sizes"], strict=True)}
-        except (OSError, ValueError, KeyError):
+            arrays = {k.split("|", 1)[1]: v.astype(np.float64) for k, v in data.items() if k.startswith("fit|")}
+            voices = {
+                k[2:]: (v.astype(np.float64), data["y|" + k[2:]].astype(np.float64))
+                for k, v in data.items()
+                if k.startswith("x|")
+            }
+            x_names = [str(n) for n in data["x_names"]]
+            y_sizes = {str(n): int(s) for n, s in zip(data["y_names"], data["y_sizes"], strict=True)}
+        except (KeyError, ValueError):
             return False
         if set(arrays) != {"scale", "z", "coef", "low"}:
             return False

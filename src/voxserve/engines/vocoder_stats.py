@@ -30,6 +30,24 @@ Means = dict[str, npt.NDArray[np.float64]]
 Prior = tuple[Mapping[str, npt.NDArray[np.float64]], int]  # means and their weight in frames
 
 
+def save_tagged(path: Path, tag: str, arrays: Mapping[str, npt.NDArray[np.generic]]) -> None:
+    """Write ``arrays`` to ``path`` (.npz, atomically), marked with ``tag`` (what they were learned from)."""
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, __tag__=np.frombuffer(tag.encode(), dtype=np.uint8), **arrays)  # type: ignore[arg-type]
+    tmp.replace(path)
+
+
+def load_tagged(path: Path, tag: str) -> dict[str, npt.NDArray[np.generic]] | None:
+    """The arrays :func:`save_tagged` wrote to ``path`` with ``tag``; None if absent, unreadable or stale."""
+    try:
+        with np.load(path) as data:
+            if bytes(data["__tag__"]).decode() != tag:
+                return None
+            return {key: data[key] for key in data.files if key != "__tag__"}
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 class RunningStats:
     """Frame-weighted running means of the vocoder's statistics over a sentence's decoded windows."""
 
@@ -115,30 +133,28 @@ class VoiceStatsBook:
 
     def save(self, path: Path, tag: str) -> None:
         """Write every voice's average to ``path`` (.npz), marked with ``tag`` (what the stats came from)."""
-        arrays: dict[str, npt.NDArray[np.generic]] = {"__tag__": np.frombuffer(tag.encode(), dtype=np.uint8)}
+        arrays: dict[str, npt.NDArray[np.generic]] = {}
         with self._lock:
             for voice, (means, frames) in self._book.items():
                 arrays[f"{voice}|__frames__"] = np.array([frames], dtype=np.float64)
                 arrays.update({f"{voice}|{name}": value.astype(np.float32) for name, value in means.items()})
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, **arrays)  # type: ignore[arg-type]
-        tmp.replace(path)
+        save_tagged(path, tag, arrays)
 
     def load(self, path: Path, tag: str) -> bool:
         """Take the averages saved in ``path`` if it was saved with ``tag``; False if absent or stale."""
+        data = load_tagged(path, tag)
+        if data is None:
+            return False
+        book: dict[str, tuple[Means, int]] = {}
         try:
-            with np.load(path) as data:
-                if bytes(data["__tag__"]).decode() != tag:
-                    return False
-                book: dict[str, tuple[Means, int]] = {}
-                for key in data.files:
-                    voice, _, name = key.partition("|")
-                    if key == "__tag__" or name == "__frames__":
-                        continue
-                    means, frames = book.get(voice, ({}, int(data[f"{voice}|__frames__"][0])))
-                    means[name] = np.asarray(data[key], dtype=np.float64)
-                    book[voice] = (means, frames)
-        except (OSError, ValueError, KeyError):
+            for key, value in data.items():
+                voice, _, name = key.partition("|")
+                if name == "__frames__":
+                    continue
+                means, frames = book.get(voice, ({}, int(data[f"{voice}|__frames__"][0])))
+                means[name] = np.asarray(value, dtype=np.float64)
+                book[voice] = (means, frames)
+        except KeyError:
             return False
         with self._lock:
             self._book.update(book)
