@@ -31,7 +31,7 @@ from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SessionConfig, SynthesisSession
 from voxserve.text.frontend import Frontend
 from voxserve.text.languages import lang_for_voice, normalize_lang
-from voxserve.text.teaching import ANCHOR_SENTENCES, VOICE_SENTENCES
+from voxserve.text.teaching import TEACHING_SENTENCES
 from voxserve.types import SynthesisParams, VoiceInfo
 
 log = logging.getLogger(__name__)
@@ -172,22 +172,19 @@ class Runtime:
 
     def learn_voices(self) -> None:
         """Teach windowed Kokoro every voice's decoder statistics and how to predict a sentence's (saved
-        with the split graphs, so only the first start after a model build pays for it: ~1 s per sentence
-        on 2 cores, 148 sentences). The default voice (if a Kokoro one, else af_heart) is the anchor."""
+        with the split graphs, so only the first start after a model build pays for it: three sentences
+        per voice and all of them for the default voice, ~3.5 min on 2 cores)."""
         for engine in self._engines.values():
             if not isinstance(engine, KokoroEngine):
                 continue
-
-            def phonemes(text: str, engine: Engine = engine) -> str:
-                segments = self.frontend.phonemize(text, "en-us", engine.alphabet)
-                return " ".join(segment.phonemes for segment in segments)
-
-            ids = {voice.id for voice in engine.voices()}
-            anchor = self.settings.default_voice if self.settings.default_voice in ids else "af_heart"
+            sentences = [
+                " ".join(s.phonemes for s in self.frontend.phonemize(text, "en-us", engine.alphabet))
+                for text in TEACHING_SENTENCES
+            ]
+            default = self.settings.default_voice
+            thorough = default if default in {voice.id for voice in engine.voices()} else None
             t0 = time.perf_counter()
-            learned = engine.learn_voice_statistics(
-                [phonemes(text) for text in VOICE_SENTENCES], anchor, [phonemes(text) for text in ANCHOR_SENTENCES]
-            )
+            learned = engine.learn_voice_statistics(sentences, thorough=thorough)
             if learned:
                 log.info("learned decoder statistics from %d sentences in %.1f s", learned, time.perf_counter() - t0)
 

@@ -16,10 +16,11 @@ def _split(row: np.ndarray, names: list[str]) -> dict[str, np.ndarray]:
 
 
 def _voice(rng: np.random.Generator, slope: np.ndarray, x_mean: np.ndarray, y_mean: np.ndarray, n: int):  # type: ignore[no-untyped-def]
-    """Sentences of one voice: frame statistics around x_mean, vocoder statistics on a shared slope."""
+    """Sentences of one voice, (frame, vocoder) statistics: frame ones around x_mean, vocoder ones on a
+    slope shared by all voices."""
     xs = x_mean + rng.normal(size=(n, len(x_mean)))
     ys = y_mean + (xs - x_mean) @ slope + 0.01 * rng.normal(size=(n, len(y_mean)))
-    return [_split(x, FRAME) for x in xs], [_split(y, VOCODER) for y in ys]
+    return [(_split(x, FRAME), _split(y, VOCODER)) for x, y in zip(xs, ys, strict=True)]
 
 
 @pytest.fixture()
@@ -34,53 +35,51 @@ def world():  # type: ignore[no-untyped-def]
 def test_predicts_a_sentence_better_than_the_voice_average(world) -> None:  # type: ignore[no-untyped-def]
     rng, slope, anchor, other = world
     model = StatsRegression(ridge=0.01)
-    frames, vocoders = _voice(rng, slope, *anchor, 40)
-    model.fit(frames, vocoders)
-    model.add_voice("anchor", frames, vocoders)
-    # the other voice is known from one sentence only
-    model.add_voice("other", *_voice(rng, slope, *other, 1))
-    for voice, means in (("anchor", anchor), ("other", other)):
-        test_frames, test_vocoders = _voice(rng, slope, *means, 20)
-        predicted = [flatten(model.predict(voice, f), VOCODER) for f in test_frames]  # type: ignore[arg-type]
-        truth = [flatten(v, VOCODER) for v in test_vocoders]
+    # the slope is pooled over voices, each centered on its own averages: 3 sentences each
+    model.fit({"anchor": _voice(rng, slope, *anchor, 20), "other": _voice(rng, slope, *other, 3)})
+    late = (anchor[0] - 2, anchor[1] + 1)
+    model.add_voice("late", *zip(*_voice(rng, slope, *late, 2), strict=True))  # a voice added after the fit
+    for voice, means in (("anchor", anchor), ("other", other), ("late", late)):
+        sentences = _voice(rng, slope, *means, 20)
+        truth = [flatten(vocoder, VOCODER) for _, vocoder in sentences]
+        predicted = [flatten(model.predict(voice, frame), VOCODER) for frame, _ in sentences]  # type: ignore[arg-type]
         error = np.mean([np.sum((p - t) ** 2) for p, t in zip(predicted, truth, strict=True)])
         baseline = np.mean([np.sum((means[1] - t) ** 2) for t in truth])
         assert error < 0.3 * baseline, (voice, error, baseline)
-    assert model.predict("af_bella+af_heart", test_frames[0]) is None and not model.knows("af_bella+af_heart")
-    assert model.predict("anchor", test_frames[0])["stat_in_7"].shape == (1, 4, 1)  # type: ignore[index]
+    frame = sentences[0][0]
+    assert model.predict("af_bella+af_heart", frame) is None and not model.knows("af_bella+af_heart")
+    assert model.predict("anchor", frame)["stat_in_7"].shape == (1, 4, 1)  # type: ignore[index]
 
 
 def test_never_predicts_a_negative_variance(world) -> None:  # type: ignore[no-untyped-def]
     rng, slope, anchor, _ = world
     model = StatsRegression()
-    frames, vocoders = _voice(rng, slope, anchor[0], anchor[1] + 10, 10)  # every target positive
-    model.fit(frames, vocoders)
-    model.add_voice("anchor", frames, vocoders)
+    model.fit({"anchor": _voice(rng, slope, anchor[0], anchor[1] + 10, 10)})  # every target positive
     far = _split(anchor[0] - 1000, FRAME)  # a sentence far outside what was seen
     assert min(float(v.min()) for v in model.predict("anchor", far).values()) > 0  # type: ignore[union-attr]
 
 
-def test_needs_a_fit_before_voices_and_paired_sentences(world) -> None:  # type: ignore[no-untyped-def]
-    rng, slope, anchor, _ = world
+def test_needs_a_fit_before_voices_and_a_voice_with_two_sentences(world) -> None:  # type: ignore[no-untyped-def]
+    rng, slope, anchor, other = world
     model = StatsRegression()
-    frames, vocoders = _voice(rng, slope, *anchor, 3)
+    sentences = _voice(rng, slope, *anchor, 3)
     with pytest.raises(ValueError, match="fit"):
-        model.add_voice("anchor", frames, vocoders)
-    with pytest.raises(ValueError, match="paired"):
-        model.fit(frames, vocoders[:2])
+        model.add_voice("anchor", *zip(*sentences, strict=True))
+    with pytest.raises(ValueError, match="two or more"):
+        model.fit({"anchor": sentences[:1], "other": _voice(rng, slope, *other, 1)})
 
 
 def test_saves_and_reloads_with_its_tag(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
     rng, slope, anchor, _ = world
     model = StatsRegression()
-    frames, vocoders = _voice(rng, slope, *anchor, 5)
-    model.fit(frames, vocoders)
-    model.add_voice("anchor", frames, vocoders)
+    sentences = _voice(rng, slope, *anchor, 5)
+    model.fit({"anchor": sentences})
     path = tmp_path / "stats_model.npz"
     model.save(path, "built-1")
     assert not StatsRegression().load(path, "built-2")
     assert not StatsRegression().load(tmp_path / "missing.npz", "built-1")
     loaded = StatsRegression()
     assert loaded.load(path, "built-1") and loaded.knows("anchor")
-    for name, value in model.predict("anchor", frames[0]).items():  # type: ignore[union-attr]
-        np.testing.assert_allclose(loaded.predict("anchor", frames[0])[name], value, rtol=1e-4, atol=1e-4)  # type: ignore[index]
+    frame = sentences[0][0]
+    for name, value in model.predict("anchor", frame).items():  # type: ignore[union-attr]
+        np.testing.assert_allclose(loaded.predict("anchor", frame)[name], value, rtol=1e-4, atol=1e-4)  # type: ignore[index]

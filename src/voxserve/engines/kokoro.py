@@ -143,45 +143,38 @@ class KokoroEngine:
     def unknown_symbols(self, phonemes: str) -> set[str]:
         return {ch for ch in phonemes if ch not in KOKORO_VOCAB}
 
-    def learn_voice_statistics(
-        self, voice_phonemes: Sequence[str], anchor_voice: str, anchor_phonemes: Sequence[str]
-    ) -> int:
+    def learn_voice_statistics(self, sentences: Sequence[str], per_voice: int = 3, thorough: str | None = None) -> int:
         """Teach the windowed decoder every voice's statistics, so that a stream's first sentence does
         not start from a short window's own (see :mod:`~voxserve.engines.stats_model`).
 
-        ``anchor_voice`` speaks each of ``anchor_phonemes`` (a few dozen sentences) to fit the regression
-        from frame-rate to vocoder statistics; then every voice speaks ``voice_phonemes`` for its
-        averages (and the voice book, the fallback for blends). Each is decoded in one window (exact
-        statistics): ~1 s per sentence on 2 cores. The result is saved next to the split graphs and
-        reloaded next time. Returns how many sentences were decoded now (0 when loaded or not windowed).
+        Each voice speaks ``per_voice`` of ``sentences`` (phoneme strings; voices take turns through
+        the list, so the regression hears them all; the ``thorough`` voice, the default one, speaks them
+        all), each decoded in one window for its exact
+        statistics: ~1 s per sentence on 2 cores. They fit the regression from frame-rate to vocoder
+        statistics and teach the voice book (the fallback, for blends). The result is saved next to the
+        split graphs and reloaded next time. Returns how many sentences were decoded now (0 when loaded
+        or not windowed).
         """
         streamer = self._streamer
         if streamer is None or streamer.voice_stats is None or streamer.stats_model is None:
             return 0
-        if anchor_voice not in self._voice_ids:
-            raise UnknownVoice(f"unknown voice {anchor_voice!r} to learn decoder statistics from")
         record = streamer.graph_dir / "kokoro_split.json"
         built = record.read_text() if record.is_file() else ""
-        taught = "|".join([built, *voice_phonemes, anchor_voice, *anchor_phonemes])
-        tag = hashlib.sha256(taught.encode()).hexdigest()
+        tag = hashlib.sha256("|".join([built, str(per_voice), str(thorough), *sentences]).encode()).hexdigest()
         book_path, model_path = streamer.graph_dir / "voice_stats.npz", streamer.graph_dir / "stats_model.npz"
         if streamer.voice_stats.load(book_path, tag) and streamer.stats_model.load(model_path, tag):
             return 0
-
-        def exact(text: str, voice: str) -> tuple[dict[str, Array], dict[str, Array]]:
-            ids = np.array(self.token_ids(text), dtype=np.int64)
-            return streamer.exact_statistics(self._front(streamer, ids, voice, 1.0, None), voice)
-
-        anchor = [exact(text, anchor_voice) for text in anchor_phonemes]
-        streamer.stats_model.fit([a[0] for a in anchor], [a[1] for a in anchor])
-        streamer.stats_model.add_voice(anchor_voice, [a[0] for a in anchor], [a[1] for a in anchor])
-        for voice in self._voice_ids:
-            spoken = [exact(text, voice) for text in voice_phonemes]
-            if voice != anchor_voice:
-                streamer.stats_model.add_voice(voice, [s[0] for s in spoken], [s[1] for s in spoken])
+        spoken: dict[str, list[tuple[dict[str, Array], dict[str, Array]]]] = {}
+        for i, voice in enumerate(self._voice_ids):
+            turns = range(len(sentences)) if voice == thorough else range(i * per_voice, (i + 1) * per_voice)
+            for k in turns:
+                ids = np.array(self.token_ids(sentences[k % len(sentences)]), dtype=np.int64)
+                front = self._front(streamer, ids, voice, 1.0, None)
+                spoken.setdefault(voice, []).append(streamer.exact_statistics(front, voice))
+        streamer.stats_model.fit(spoken)
         streamer.voice_stats.save(book_path, tag)
         streamer.stats_model.save(model_path, tag)
-        return len(anchor) + len(self._voice_ids) * len(voice_phonemes)
+        return sum(len(pairs) for pairs in spoken.values())
 
     def token_ids(self, phonemes: str) -> list[int]:
         unknown = self.unknown_symbols(phonemes)

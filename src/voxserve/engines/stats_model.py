@@ -6,12 +6,10 @@ whole sentence would make windowed audio match whole-sentence decoding, but they
 whole sentence is decoded. The sentence's frame-rate statistics, by contrast, come from a small graph
 in ~25 ms before the first window (``kokoro_stats.onnx``), and they predict the vocoder's well.
 
-:class:`StatsRegression` is a ridge regression, fitted once on sentences spoken by one voice (the
-anchor), from the deviation of a sentence's frame-rate statistics from its voice's average to the
-deviation of its vocoder statistics from that voice's average. The slope carries over between voices;
-each voice only needs its averages, taken from one sentence. First-segment PESQ-wb against the whole
-decode, af_heart/am_michael/bf_emma: voice average alone 3.80–3.98, this prediction 4.04–4.10 (slope
-from 40 sentences, averages from one); ``bench/fidelity.py``.
+:class:`StatsRegression` is a ridge regression from the deviation of a sentence's frame-rate statistics
+from its voice's average to the deviation of its vocoder statistics from that voice's average: the
+slope is shared by all voices (fitted on a few sentences of each), the averages are each voice's.
+First-segment PESQ-wb against the whole decode is in ``bench/fidelity.py`` and ``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -39,8 +37,8 @@ class StatsRegression:
 
     Statistics are given as the decoder's input dicts (``stat_in_<k>`` → [1, channels, 1]). ``ridge``
     is the penalty per feature (features are standardized, so each sentence's squared norm is about the
-    number of features). :meth:`fit` takes the anchor voice's sentences; :meth:`add_voice` then gives
-    each voice's averages; :meth:`predict` returns None for a voice without them (a blend, say).
+    number of features). :meth:`fit` takes a few sentences of each voice; :meth:`add_voice` can add a
+    voice's averages later; :meth:`predict` returns None for a voice without them (a blend, say).
     """
 
     def __init__(self, ridge: float = 0.1) -> None:
@@ -51,24 +49,36 @@ class StatsRegression:
         self._x_names: list[str] = []
         self._y_sizes: dict[str, int] = {}
 
-    def fit(self, frame: Sequence[Means], vocoder: Sequence[Means]) -> None:
-        """Fit on sentences' frame-rate statistics and their exact (whole-decode) vocoder statistics."""
-        if len(frame) != len(vocoder) or len(frame) < 2:
-            raise ValueError(f"need two or more paired sentences, got {len(frame)} and {len(vocoder)}")
-        x_names, y_sizes = sorted(frame[0]), {k: int(np.size(v)) for k, v in sorted(vocoder[0].items())}
-        xs = np.stack([flatten(m, x_names) for m in frame])
-        ys = np.stack([flatten(m, list(y_sizes)) for m in vocoder])
-        spread = xs.std(axis=0)
+    def fit(self, sentences: Mapping[str, Sequence[tuple[Means, Means]]]) -> None:
+        """Fit on each voice's sentences, given as (frame-rate statistics, exact vocoder statistics) of
+        the whole decode; each voice's sentences are centered on its own averages, so the slope is the
+        one within a voice, pooled over voices. Every voice given is then known, with those averages."""
+        pairs = [pair for spoken in sentences.values() for pair in spoken]
+        if len(pairs) <= len(sentences):
+            raise ValueError("need a voice with two or more sentences to fit the regression")
+        x_names = sorted(pairs[0][0])
+        y_sizes = {name: int(np.size(value)) for name, value in sorted(pairs[0][1].items())}
+        voices: dict[str, tuple[Vector, Vector]] = {}
+        xs, ys, lows = [], [], []
+        for voice, spoken in sentences.items():
+            x = np.stack([flatten(frame, x_names) for frame, _ in spoken])
+            y = np.stack([flatten(vocoder, list(y_sizes)) for _, vocoder in spoken])
+            voices[voice] = (x.mean(axis=0), y.mean(axis=0))
+            xs.append(x - voices[voice][0])
+            ys.append(y - voices[voice][1])
+            lows.append(y.min(axis=0))
+        x_dev, y_dev, low = np.concatenate(xs), np.concatenate(ys), np.min(lows, axis=0)
+        spread = x_dev.std(axis=0)
         floor = 1e-3 * float(np.median(spread[spread > 0])) if np.any(spread > 0) else 1.0
         scale = np.maximum(spread, floor)  # a feature that hardly varies must not dominate
-        z = (xs - xs.mean(axis=0)) / scale
-        gram = z @ z.T + self.ridge * xs.shape[1] * np.eye(len(z))
-        coef = np.linalg.solve(gram, ys - ys.mean(axis=0))  # dual form: few sentences, many features
+        z = x_dev / scale
+        gram = z @ z.T + self.ridge * z.shape[1] * np.eye(len(z))
+        coef = np.linalg.solve(gram, y_dev)  # dual form: few sentences, many features
         # a statistic that was never negative (a variance) must not be predicted negative
-        low = np.where(ys.min(axis=0) >= 0, 0.5 * ys.min(axis=0), -np.inf)
+        floor_y = np.where(low >= 0, 0.5 * low, -np.inf)
         with self._lock:
-            self._arrays = {"scale": scale, "z": z, "coef": coef, "low": low}
-            self._x_names, self._y_sizes = x_names, y_sizes
+            self._arrays = {"scale": scale, "z": z, "coef": coef, "low": floor_y}
+            self._x_names, self._y_sizes, self._voices = x_names, y_sizes, voices
 
     def add_voice(self, voice: str, frame: Sequence[Means], vocoder: Sequence[Means]) -> None:
         """Give ``voice``'s statistics over one or more sentences (their average is kept); after :meth:`fit`."""

@@ -1,21 +1,16 @@
-"""Sentences the runtime speaks once after a model build to learn Kokoro's decoder statistics.
+"""Sentences the runtime speaks after a model build to learn Kokoro's decoder statistics.
 
-``VOICE_SENTENCES`` are spoken by every voice (its averages); ``ANCHOR_SENTENCES`` by one voice, to fit the
-regression from a sentence's frame-rate statistics to its vocoder statistics
-(:mod:`voxserve.engines.stats_model`). They are varied in length, punctuation and sound, and written for
+Every voice speaks three of them, the voices taking turns through the list, to learn its averages and
+the regression from a sentence's frame-rate statistics to its vocoder statistics
+(:mod:`voxserve.engines.stats_model`). They vary in length, punctuation and sound, and were written for
 voxserve; none of them is in ``bench/fidelity.py``, which measures the result on other sentences.
 """
 
 from __future__ import annotations
 
-# ~2.5 s each; one short sentence alone gave averages that misled the regression (am_michael: first-segment
-# PESQ-wb 3.66 from "Thanks for calling, how can I help?", 3.97 from three sentences)
-VOICE_SENTENCES = (
+TEACHING_SENTENCES = (
     "Thanks for calling, how can I help you today?",
     "The package should reach your door by Friday afternoon.",
-)
-
-ANCHOR_SENTENCES = (
     "Let me look that up for you right away.",
     "Your appointment is confirmed for Tuesday at three in the afternoon.",
     "I'm sorry, but that item is currently out of stock.",
