@@ -1,4 +1,4 @@
-"""Runtime wiring that needs no models: the batching policy and the window plan it implies."""
+"""Runtime wiring: the batching policy and the window plan it implies; what a loaded runtime has learned."""
 
 from __future__ import annotations
 
@@ -37,3 +37,15 @@ def test_a_loaded_runtime_knows_every_kokoro_voices_statistics(runtime) -> None:
     kokoro = next(e for e in runtime._engines.values() if e.name == "kokoro")
     book = kokoro.streamer.voice_stats
     assert all(book.frames_seen(voice.id) > 0 for voice in kokoro.voices())
+
+
+def test_a_quick_start_reuses_the_statistics_an_earlier_start_learned(runtime) -> None:  # type: ignore[no-untyped-def]
+    """`voxserve say` loads without warm-up: it learns nothing, but takes what a server start saved."""
+    quick = Runtime(Settings(_env_file=None, engines=["kokoro"]))  # type: ignore[call-arg]
+    quick.load(warm=False)
+    try:
+        streamer = quick.engines["kokoro"].streamer  # type: ignore[attr-defined]
+        assert all(streamer.stats_model.knows(voice.id) for voice in quick.voices())
+        assert streamer.voice_stats.frames_seen("af_heart") > 0
+    finally:
+        quick.close()

@@ -87,7 +87,7 @@ class Runtime:
             self._thread_levels = factory.levels if factory.elastic else (None,)
             if warm:
                 self.warm_up()
-                self.learn_voices()
+            self.learn_voices(learn=warm)  # without warm-up, only what an earlier start saved
             self.ready = True
 
     def _elastic(self) -> bool:
@@ -170,21 +170,22 @@ class Runtime:
                     if not attempt and engine.window_cost is not None:
                         engine.window_cost.forget(threads)
 
-    def learn_voices(self) -> None:
+    def learn_voices(self, learn: bool = True) -> None:
         """Teach windowed Kokoro every voice's decoder statistics and how to predict a sentence's (saved
         with the split graphs, so only the first start after a model build pays for it: three sentences
         per voice and all of them for the default voice, ~3.5 min on 2 cores)."""
         for engine in self._engines.values():
             if not isinstance(engine, KokoroEngine):
                 continue
-            sentences = [
-                " ".join(s.phonemes for s in self.frontend.phonemize(text, "en-us", engine.alphabet))
-                for text in TEACHING_SENTENCES
-            ]
+
+            def phonemize(text: str, engine: KokoroEngine = engine) -> str:
+                segments = self.frontend.phonemize(text, "en-us", engine.alphabet)
+                return " ".join(segment.phonemes for segment in segments)
+
             default = self.settings.default_voice
             thorough = default if default in {voice.id for voice in engine.voices()} else None
             t0 = time.perf_counter()
-            learned = engine.learn_voice_statistics(sentences, thorough=thorough)
+            learned = engine.learn_voice_statistics(TEACHING_SENTENCES, phonemize, thorough=thorough, learn=learn)
             if learned:
                 log.info("learned decoder statistics from %d sentences in %.1f s", learned, time.perf_counter() - t0)
 

@@ -143,27 +143,36 @@ class KokoroEngine:
     def unknown_symbols(self, phonemes: str) -> set[str]:
         return {ch for ch in phonemes if ch not in KOKORO_VOCAB}
 
-    def learn_voice_statistics(self, sentences: Sequence[str], per_voice: int = 3, thorough: str | None = None) -> int:
+    def learn_voice_statistics(
+        self,
+        texts: Sequence[str],
+        phonemize: Callable[[str], str],
+        per_voice: int = 3,
+        thorough: str | None = None,
+        *,
+        learn: bool = True,
+    ) -> int:
         """Teach the windowed decoder every voice's statistics, so that a stream's first sentence does
         not start from a short window's own (see :mod:`~voxserve.engines.stats_model`).
 
-        Each voice speaks ``per_voice`` of ``sentences`` (phoneme strings; voices take turns through
-        the list, so the regression hears them all; the ``thorough`` voice, the default one, speaks them
-        all), each decoded in one window for its exact
-        statistics: ~1 s per sentence on 2 cores. They fit the regression from frame-rate to vocoder
-        statistics and teach the voice book (the fallback, for blends). The result is saved next to the
-        split graphs and reloaded next time. Returns how many sentences were decoded now (0 when loaded
-        or not windowed).
+        Each voice speaks ``per_voice`` of ``texts`` (voices take turns through the list, so the
+        regression hears them all; the ``thorough`` voice, the default one, speaks them all), each
+        decoded in one window for its exact statistics: ~1 s per sentence on 2 cores. They fit the
+        regression from frame-rate to vocoder statistics and teach the voice book (the fallback, for
+        blends). The result is saved next to the split graphs and reloaded next time; ``learn=False``
+        only reloads (a quick start, such as the CLI's). ``phonemize`` turns a text into this engine's
+        phonemes. Returns how many sentences were decoded now (0 when loaded or not windowed).
         """
         streamer = self._streamer
         if streamer is None or streamer.voice_stats is None or streamer.stats_model is None:
             return 0
         record = streamer.graph_dir / "kokoro_split.json"
         built = record.read_text() if record.is_file() else ""
-        tag = hashlib.sha256("|".join([built, str(per_voice), str(thorough), *sentences]).encode()).hexdigest()
+        tag = hashlib.sha256("|".join([built, str(per_voice), str(thorough), *texts]).encode()).hexdigest()
         book_path, model_path = streamer.graph_dir / "voice_stats.npz", streamer.graph_dir / "stats_model.npz"
-        if streamer.voice_stats.load(book_path, tag) and streamer.stats_model.load(model_path, tag):
+        if (streamer.voice_stats.load(book_path, tag) and streamer.stats_model.load(model_path, tag)) or not learn:
             return 0
+        sentences = [phonemize(text) for text in texts]
         spoken: dict[str, list[tuple[dict[str, Array], dict[str, Array]]]] = {}
         for i, voice in enumerate(self._voice_ids):
             turns = range(len(sentences)) if voice == thorough else range(i * per_voice, (i + 1) * per_voice)
