@@ -47,7 +47,7 @@ def test_predicts_a_sentence_better_than_the_voice_average(world) -> None:  # ty
         baseline = np.mean([np.sum((means[1] - t) ** 2) for t in truth])
         assert error < 0.3 * baseline, (voice, error, baseline)
     frame = sentences[0][0]
-    assert model.predict("af_bella+af_heart", frame) is None and not model.knows("af_bella+af_heart")
+    assert model.predict("af_bella+anchor", frame) is None and not model.knows("af_bella+anchor")
     assert model.predict("anchor", frame)["stat_in_7"].shape == (1, 4, 1)  # type: ignore[index]
 
 
@@ -83,3 +83,16 @@ def test_saves_and_reloads_with_its_tag(tmp_path: Path, world) -> None:  # type:
     frame = sentences[0][0]
     for name, value in model.predict("anchor", frame).items():  # type: ignore[union-attr]
         np.testing.assert_allclose(loaded.predict("anchor", frame)[name], value, rtol=1e-4, atol=1e-4)  # type: ignore[index]
+
+
+def test_a_blend_starts_from_its_voices_weighted_averages(world) -> None:  # type: ignore[no-untyped-def]
+    rng, slope, anchor, other = world
+    model = StatsRegression()
+    model.fit({"anchor": _voice(rng, slope, *anchor, 5), "other": _voice(rng, slope, *other, 5)})
+    mixed_x = 0.75 * model._voices["anchor"][0] + 0.25 * model._voices["other"][0]
+    mixed_y = 0.75 * model._voices["anchor"][1] + 0.25 * model._voices["other"][1]
+    # a sentence exactly at the blend's average frame statistics is predicted at its average vocoder ones
+    frame = _split(mixed_x, FRAME)
+    assert model.knows("anchor:3+other:1")
+    np.testing.assert_allclose(flatten(model.predict("anchor:3+other:1", frame), VOCODER), mixed_y, atol=1e-9)  # type: ignore[arg-type]
+    assert not model.knows("anchor:x+other") and model.predict("anchor+", frame) is None  # malformed

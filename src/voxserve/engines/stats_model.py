@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.vocoder_stats import load_tagged, save_tagged
+from voxserve.engines.voices import parse_blend
 
 Vector = npt.NDArray[np.float64]
 Means = Mapping[str, npt.NDArray[np.floating]]
@@ -38,7 +39,8 @@ class StatsRegression:
     Statistics are given as the decoder's input dicts (``stat_in_<k>`` → [1, channels, 1]). ``ridge``
     is the penalty per feature (features are standardized, so each sentence's squared norm is about the
     number of features). :meth:`fit` takes a few sentences of each voice; :meth:`add_voice` can add a
-    voice's averages later; :meth:`predict` returns None for a voice without them (a blend, say).
+    voice's averages later (a blend gets its voices', weighted); :meth:`predict` returns None for a
+    voice without them.
     """
 
     def __init__(self, ridge: float = 0.1) -> None:
@@ -89,15 +91,30 @@ class StatsRegression:
             y = np.mean([flatten(m, list(self._y_sizes)) for m in vocoder], axis=0)
             self._voices[voice] = (x, y)
 
+    def _averages(self, voice: str) -> tuple[Vector, Vector] | None:
+        """A voice's averages; for a blend (``af_heart:0.7+am_adam:0.3``), its voices' weighted by the
+        blend. Called with the lock held."""
+        if voice in self._voices:
+            return self._voices[voice]
+        try:
+            parts = parse_blend(voice)
+        except ValueError:
+            return None
+        if not all(name in self._voices for name, _ in parts):
+            return None
+        x = sum(weight * self._voices[name][0] for name, weight in parts)
+        y = sum(weight * self._voices[name][1] for name, weight in parts)
+        return np.asarray(x), np.asarray(y)
+
     def knows(self, voice: str) -> bool:
         with self._lock:
-            return voice in self._voices
+            return self._averages(voice) is not None
 
     def predict(self, voice: str, frame: Means) -> dict[str, npt.NDArray[np.float64]] | None:
-        """A sentence's vocoder statistics from its frame-rate ones, as decoder inputs; None for an
-        unknown voice."""
+        """A sentence's vocoder statistics from its frame-rate ones, as decoder inputs; None for a voice
+        (or a blend's voice) without averages."""
         with self._lock:
-            entry, arrays, x_names, y_sizes = self._voices.get(voice), self._arrays, self._x_names, self._y_sizes
+            entry, arrays, x_names, y_sizes = self._averages(voice), self._arrays, self._x_names, self._y_sizes
         if entry is None:
             return None
         x_mean, y_mean = entry
