@@ -345,7 +345,7 @@ class KokoroStreamer:
                 # short window's own
                 early_frame = RunningStats(self._frame_names, prior, mix="mix_frame")
         frame: dict[str, Array] | None = None
-        decoded: list[tuple[dict[str, Array], int]] = []  # each window's own statistics and frames
+        decoded: list[tuple[dict[str, Array], int]] = []  # own statistics and frames of windows before it
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         # the sentence's frame-rate statistics cost ~25 ms: not before the second window when the first
         # ones are small (it would be late for playback), but before the third
@@ -371,7 +371,8 @@ class KokoroStreamer:
             for stats in (running, early_frame):
                 if stats is not None:
                     stats.add(means, span)
-            decoded.append((means, span))
+            if i < stats_at:  # kept only until the prediction, which adds them
+                decoded.append((means, span))
             if book is not None and voice is not None:
                 book.record(voice, means, span)
             yield EngineAudio(
