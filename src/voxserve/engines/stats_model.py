@@ -25,6 +25,7 @@ from voxserve.engines.vocoder_stats import load_tagged, save_tagged
 from voxserve.engines.voices import parse_blend
 
 Vector = npt.NDArray[np.float64]
+Stored = npt.NDArray[np.float32]  # what the model keeps: ~30 MB for 54 voices (float64 would double it)
 Means = Mapping[str, npt.NDArray[np.floating]]
 
 
@@ -46,8 +47,8 @@ class StatsRegression:
     def __init__(self, ridge: float = 0.1) -> None:
         self.ridge = ridge
         self._lock = threading.Lock()
-        self._arrays: dict[str, npt.NDArray[np.float64]] = {}
-        self._voices: dict[str, tuple[Vector, Vector]] = {}
+        self._arrays: dict[str, Stored] = {}
+        self._voices: dict[str, tuple[Stored, Stored]] = {}
         self._x_names: list[str] = []
         self._y_sizes: dict[str, int] = {}
 
@@ -60,14 +61,15 @@ class StatsRegression:
             raise ValueError("need a voice with two or more sentences to fit the regression")
         x_names = sorted(pairs[0][0])
         y_sizes = {name: int(np.size(value)) for name, value in sorted(pairs[0][1].items())}
-        voices: dict[str, tuple[Vector, Vector]] = {}
+        voices: dict[str, tuple[Stored, Stored]] = {}
         xs, ys, lows = [], [], []
         for voice, spoken in sentences.items():
             x = np.stack([flatten(frame, x_names) for frame, _ in spoken])
             y = np.stack([flatten(vocoder, list(y_sizes)) for _, vocoder in spoken])
-            voices[voice] = (x.mean(axis=0), y.mean(axis=0))
-            xs.append(x - voices[voice][0])
-            ys.append(y - voices[voice][1])
+            x_mean, y_mean = x.mean(axis=0), y.mean(axis=0)
+            voices[voice] = (x_mean.astype(np.float32), y_mean.astype(np.float32))
+            xs.append(x - x_mean)
+            ys.append(y - y_mean)
             lows.append(y.min(axis=0))
         x_dev, y_dev, low = np.concatenate(xs), np.concatenate(ys), np.min(lows, axis=0)
         spread = x_dev.std(axis=0)
@@ -79,7 +81,8 @@ class StatsRegression:
         # a statistic that was never negative (a variance) must not be predicted negative
         floor_y = np.where(low >= 0, 0.5 * low, -np.inf)
         with self._lock:
-            self._arrays = {"scale": scale, "z": z, "coef": coef, "low": floor_y}
+            self._arrays = {k: v.astype(np.float32) for k, v in (("scale", scale), ("z", z), ("coef", coef))}
+            self._arrays["low"] = floor_y.astype(np.float32)
             self._x_names, self._y_sizes, self._voices = x_names, y_sizes, voices
 
     def add_voice(self, voice: str, frame: Sequence[Means], vocoder: Sequence[Means]) -> None:
@@ -89,9 +92,9 @@ class StatsRegression:
                 raise ValueError("fit the regression before adding voices")
             x = np.mean([flatten(m, self._x_names) for m in frame], axis=0)
             y = np.mean([flatten(m, list(self._y_sizes)) for m in vocoder], axis=0)
-            self._voices[voice] = (x, y)
+            self._voices[voice] = (x.astype(np.float32), y.astype(np.float32))
 
-    def _averages(self, voice: str) -> tuple[Vector, Vector] | None:
+    def _averages(self, voice: str) -> tuple[Stored, Stored] | None:
         """A voice's averages; for a blend (``af_heart:0.7+am_adam:0.3``), its voices' weighted by the
         blend. Called with the lock held."""
         if voice in self._voices:
@@ -104,7 +107,7 @@ class StatsRegression:
             return None
         x = sum(weight * self._voices[name][0] for name, weight in parts)
         y = sum(weight * self._voices[name][1] for name, weight in parts)
-        return np.asarray(x), np.asarray(y)
+        return np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.float32)
 
     def knows(self, voice: str) -> bool:
         with self._lock:
@@ -118,19 +121,17 @@ class StatsRegression:
         if entry is None:
             return None
         x_mean, y_mean = entry
-        z = (flatten(frame, x_names) - x_mean) / arrays["scale"]
-        predicted = np.maximum(y_mean + (arrays["z"] @ z) @ arrays["coef"], arrays["low"])
+        z = ((flatten(frame, x_names) - x_mean) / arrays["scale"]).astype(np.float32)
+        predicted = np.maximum(y_mean + (arrays["z"] @ z) @ arrays["coef"], arrays["low"]).astype(np.float64)
         cuts = np.cumsum(list(y_sizes.values()))[:-1]
         return {name: part.reshape(1, -1, 1) for name, part in zip(y_sizes, np.split(predicted, cuts), strict=True)}
 
     def save(self, path: Path, tag: str) -> None:
         """Write the fit and every voice's averages to ``path`` (.npz, float32), marked with ``tag``."""
         with self._lock:
-            data: dict[str, npt.NDArray[np.generic]] = {
-                f"fit|{k}": v.astype(np.float32) for k, v in self._arrays.items()
-            }
+            data: dict[str, npt.NDArray[np.generic]] = {f"fit|{k}": v for k, v in self._arrays.items()}
             for voice, (x_mean, y_mean) in self._voices.items():
-                data[f"x|{voice}"], data[f"y|{voice}"] = x_mean.astype(np.float32), y_mean.astype(np.float32)
+                data[f"x|{voice}"], data[f"y|{voice}"] = x_mean, y_mean
             data["x_names"] = np.array(self._x_names)
             data["y_names"] = np.array(list(self._y_sizes))
             data["y_sizes"] = np.array(list(self._y_sizes.values()))
@@ -142,9 +143,9 @@ class StatsRegression:
         if data is None:
             return False
         try:
-            arrays = {k.split("|", 1)[1]: v.astype(np.float64) for k, v in data.items() if k.startswith("fit|")}
+            arrays = {k.split("|", 1)[1]: v.astype(np.float32) for k, v in data.items() if k.startswith("fit|")}
             voices = {
-                k[2:]: (v.astype(np.float64), data["y|" + k[2:]].astype(np.float64))
+                k[2:]: (v.astype(np.float32), data["y|" + k[2:]].astype(np.float32))
                 for k, v in data.items()
                 if k.startswith("x|")
             }
