@@ -39,9 +39,8 @@ class StatsRegression:
 
     Statistics are given as the decoder's input dicts (``stat_in_<k>`` → [1, channels, 1]). ``ridge``
     is the penalty per feature (features are standardized, so each sentence's squared norm is about the
-    number of features). :meth:`fit` takes a few sentences of each voice; :meth:`add_voice` can add a
-    voice's averages later (a blend gets its voices', weighted); :meth:`predict` returns None for a
-    voice without them.
+    number of features). :meth:`fit` takes a few sentences of each voice and keeps each voice's
+    averages (a blend gets its voices', weighted); :meth:`predict` returns None for a voice without them.
     """
 
     def __init__(self, ridge: float = 0.1) -> None:
@@ -84,15 +83,6 @@ class StatsRegression:
             self._arrays = {k: v.astype(np.float32) for k, v in (("scale", scale), ("z", z), ("coef", coef))}
             self._arrays["low"] = floor_y.astype(np.float32)
             self._x_names, self._y_sizes, self._voices = x_names, y_sizes, voices
-
-    def add_voice(self, voice: str, frame: Sequence[Means], vocoder: Sequence[Means]) -> None:
-        """Give ``voice``'s statistics over one or more sentences (their average is kept); after :meth:`fit`."""
-        with self._lock:
-            if not self._arrays:
-                raise ValueError("fit the regression before adding voices")
-            x = np.mean([flatten(m, self._x_names) for m in frame], axis=0)
-            y = np.mean([flatten(m, list(self._y_sizes)) for m in vocoder], axis=0)
-            self._voices[voice] = (x.astype(np.float32), y.astype(np.float32))
 
     def _averages(self, voice: str) -> tuple[Stored, Stored] | None:
         """A voice's averages; for a blend (``af_heart:0.7+am_adam:0.3``), its voices' weighted by the
