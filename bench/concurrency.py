@@ -61,16 +61,18 @@ async def one_stream(runtime: Runtime, voice: str, delay: float = 0.0, name: str
 
 
 async def run_level(runtime: Runtime, voice: str, streams: int, stagger: float = 0.0) -> dict[str, float]:
-    t0 = time.monotonic()
+    t0, stopped = time.monotonic(), runtime.pool.preemptions
     results = await asyncio.gather(*(one_stream(runtime, voice, k * stagger, f"stream {k}: ") for k in range(streams)))
     wall = time.monotonic() - t0
     return {
         "streams": streams,
         "stagger_s": stagger,
         "ttfa_median_ms": statistics.median(r["ttfa_s"] for r in results) * 1000,
+        "ttfa_max_ms": max(r["ttfa_s"] for r in results) * 1000,
         "underruns": sum(r["underruns"] for r in results),
         "stall_s": sum(r["stall_s"] for r in results),
         "audio_per_wall": sum(r["audio_s"] for r in results) / wall,
+        "preemptions": runtime.pool.preemptions - stopped,
     }
 
 
@@ -83,10 +85,12 @@ def summary(rows: list[dict[str, float]]) -> dict[str, float]:
         "runs": len(rows),
         "runs_without_underrun": sum(1 for r in rows if r["underruns"] == 0),
         "ttfa_median_ms": med(r["ttfa_median_ms"] for r in rows),
+        "ttfa_max_ms_median": med(r["ttfa_max_ms"] for r in rows),
         "underruns_median": med(r["underruns"] for r in rows),
         "stall_s_median": med(r["stall_s"] for r in rows),
         "stall_s_max": max(r["stall_s"] for r in rows),
         "audio_per_wall": med(r["audio_per_wall"] for r in rows),
+        "preemptions": sum(r["preemptions"] for r in rows),
     }
 
 
@@ -100,6 +104,7 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="print each stall")
     parser.add_argument("--repeat", type=int, default=1, help="runs per level (a summary row when > 1)")
     parser.add_argument("--no-elastic", action="store_true", help="streams take turns on all cores")
+    parser.add_argument("--preempt-slack", type=float, default=None, help="override preempt_slack_s (0: off)")
     args = parser.parse_args()
     global VERBOSE
     VERBOSE = args.verbose
@@ -109,6 +114,7 @@ def main() -> None:
         decode_mode=args.mode,
         intra_op_threads=args.threads,
         elastic_threads=not args.no_elastic,
+        **({} if args.preempt_slack is None else {"preempt_slack_s": args.preempt_slack}),
     )
     runtime = Runtime(settings)
     runtime.load(warm=True)

@@ -96,9 +96,11 @@ class Runtime:
         return s.elastic_threads and s.decode_mode == "windowed" and s.decode_batch <= 1
 
     def _build_pool(self, factory: SessionFactory, cores: int) -> WorkerPool:
-        if factory.elastic:  # a worker per core, each job at its share of the cores
-            workers = self.settings.worker_threads or factory.intra_op_threads
-            return WorkerPool(workers, cores=factory.intra_op_threads, levels=factory.levels)
+        if factory.elastic:  # each job at its share of the cores; a second worker per core runs the
+            # urgent job while the jobs it stopped wait to be readmitted
+            workers = self.settings.worker_threads or 2 * factory.intra_op_threads
+            slack = self.settings.preempt_slack_s or None
+            return WorkerPool(workers, cores=factory.intra_op_threads, levels=factory.levels, preempt_slack_s=slack)
         workers = self.settings.worker_threads or max(1, cores // factory.intra_op_threads)
         if self._batch.enabled and not self.settings.worker_threads:
             workers = max(workers, self._batch.max_batch)  # enough callers in flight to fill a batch

@@ -92,12 +92,18 @@ class Settings(BaseSettings):
     worker_threads: int = Field(
         default=0,
         ge=0,
-        description="Synthesis worker threads (0 = cores / intra_op_threads; a worker per core if elastic).",
+        description="Synthesis worker threads (0 = cores / intra_op_threads; if elastic, two per core).",
     )
     elastic_threads: bool = Field(
         default=True,
         description="CPU: a stream alone decodes on intra_op_threads cores, concurrent streams share them "
         "(each graph loaded at 2-3 thread counts: more memory).",
+    )
+    preempt_slack_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="With elastic_threads: a stream's first audio may stop a decoder call of another stream "
+        "whose audio is not needed for this many seconds (it is made again later); 0 = never.",
     )
     decode_batch: int = Field(
         default=0,

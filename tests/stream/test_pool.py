@@ -156,3 +156,28 @@ async def test_shared_cores_a_job_waits_while_a_wide_one_holds_every_core() -> N
 def test_shared_cores_need_a_one_thread_level() -> None:
     with pytest.raises(ValueError, match="levels"):
         WorkerPool(2, cores=2, levels=(2,))
+
+
+async def test_a_first_audio_job_takes_every_free_core_shared_only_with_streams_starting_too() -> None:
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
+    try:
+        with pool.streaming(), pool.streaming():  # one stream plays, one starts
+            assert await pool.run(current_thread_budget) == 1  # the playing stream's share
+            assert await pool.run(current_thread_budget, urgent=True) == 2  # the starting one: every core
+            both = threading.Barrier(2, timeout=5)
+
+            def meet() -> int | None:
+                both.wait()  # fails unless the two jobs run at the same time
+                return current_thread_budget()
+
+            # two streams starting at once split the cores instead of taking turns
+            assert await asyncio.gather(pool.run(meet, urgent=True), pool.run(meet, urgent=True)) == [1, 1]
+    finally:
+        pool.close()
+
+
+def test_preemption_needs_shared_cores() -> None:
+    with pytest.raises(ValueError, match="shared cores"):
+        WorkerPool(2, preempt_slack_s=1.0)

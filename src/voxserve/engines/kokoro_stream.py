@@ -19,7 +19,6 @@ Two things make a window differ from the same frames of a whole-sentence decode:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ import numpy.typing as npt
 
 from voxserve.engines.batching import BatchPolicy, BatchRunner
 from voxserve.engines.onnx import RunControl, SessionFactory, current_thread_budget
+from voxserve.engines.preemption import work_timer
 from voxserve.engines.stats_model import StatsRegression
 from voxserve.engines.vocoder_stats import RunningStats, VoiceStatsBook
 from voxserve.engines.windowing import (
@@ -362,12 +362,11 @@ class KokoroStreamer:
                 frame = sentence | {"mix_frame": np.ones(1, dtype=np.float32)}
                 early_frame = None
                 running = self._predicted(voice, sentence, decoded) or running
-            started = time.perf_counter()
-            audio, means = self._run(
-                front, window, phase, running, early_frame.feeds(span) if early_frame else frame, control
-            )
-            decoded_s = span * HOP / SAMPLE_RATE
-            self.cost.record(decoded_s, time.perf_counter() - started, current_thread_budget())
+            with work_timer() as spent:
+                audio, means = self._run(
+                    front, window, phase, running, early_frame.feeds(span) if early_frame else frame, control
+                )
+            self.cost.record(span * HOP / SAMPLE_RATE, spent(), current_thread_budget())
             for stats in (running, early_frame):
                 if stats is not None:
                     stats.add(means, span)

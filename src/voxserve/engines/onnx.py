@@ -80,6 +80,11 @@ def thread_budget(threads: int | None) -> Iterator[None]:
         _BUDGET.threads = before
 
 
+def set_thread_budget(threads: int | None) -> None:
+    """Change this thread's limit inside a :func:`thread_budget` block (a job readmitted with other cores)."""
+    _BUDGET.threads = threads
+
+
 def current_thread_budget() -> int | None:
     """The limit :func:`thread_budget` set for this thread, if any."""
     return getattr(_BUDGET, "threads", None)

@@ -8,7 +8,6 @@ audio to within float rounding.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.onnx import RunControl, SessionFactory, current_thread_budget
+from voxserve.engines.preemption import work_timer
 from voxserve.engines.windowing import CrossfadeJoiner, WindowCost, iter_windows, run_graph
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio, FloatAudio
@@ -156,10 +156,10 @@ class PiperStreamer:
         )
         joiner = CrossfadeJoiner(HOP, self.crossfade)
         for i, window in enumerate(windows):
-            started = time.perf_counter()
-            piece = joiner.push(window, self.decode(front, window.ctx_start, window.ctx_end, control))
+            with work_timer() as spent:
+                piece = joiner.push(window, self.decode(front, window.ctx_start, window.ctx_end, control))
             decoded_s = (window.ctx_end - window.ctx_start) * HOP / self.sample_rate
-            self.cost.record(decoded_s, time.perf_counter() - started, current_thread_budget())
+            self.cost.record(decoded_s, spent(), current_thread_budget())
             first, last = i == 0, window.end == front.frames
             yield EngineAudio(
                 samples=piece,

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from voxserve.engines.onnx import OnnxSession, RunControl
+from voxserve.engines.preemption import run_preemptible
 from voxserve.errors import Cancelled, EngineFailure, InvalidInput
 from voxserve.types import FloatAudio
 
@@ -232,11 +233,18 @@ def run_graph(
     control: RunControl | None = None,
 ) -> list[Any]:
     """``session.run`` with ONNX Runtime's errors turned into :class:`EngineFailure` naming ``what``,
-    and a cancelled ``control`` (before or during the call) into :class:`Cancelled`."""
+    and a cancelled ``control`` (before or during the call) into :class:`Cancelled`. The worker pool
+    may interrupt the call and have it made again (:mod:`~voxserve.engines.preemption`)."""
     if control is not None and control.cancelled:
         raise Cancelled(f"{what}: the stream was cancelled")
     try:
-        return list(session.run(outputs, feeds, control.options if control is not None else None))
+        return list(
+            run_preemptible(
+                lambda options: session.run(outputs, feeds, options),
+                control.options if control is not None else None,
+                lambda: control is not None and control.cancelled,
+            )
+        )
     except Exception as exc:  # ONNX Runtime errors have no common base class
         if control is not None and control.cancelled:
             raise Cancelled(f"{what}: the stream was cancelled") from exc

@@ -10,6 +10,13 @@ With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), jobs share the 
 taking all of them: a job runs with the widest thread count in ``levels`` that fits both the cores
 free now and an equal share of the cores among the streams producing audio, and waits while no core
 is free. One stream alone decodes on every core; two on two cores decode side by side, one core each.
+
+A stream's first audio is urgent: its jobs take every free core, shared only with other streams
+starting at the same time (streams already playing have audio in hand). With
+``preempt_slack_s`` they may also take the cores of running jobs whose audio is not needed for at
+least that long: the pool stops such a job's model call in flight, and the call is made again once the
+job is readmitted (:mod:`voxserve.engines.preemption`). So a caller who arrives while another stream
+plays does not wait for that stream's decoder window to finish.
 """
 
 from __future__ import annotations
@@ -24,7 +31,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from voxserve.engines.onnx import thread_budget
+import onnxruntime as ort
+
+from voxserve.engines.onnx import set_thread_budget, thread_budget
+from voxserve.engines.preemption import preemptible
 
 T = TypeVar("T")
 
@@ -36,6 +46,32 @@ class _Job:
     fn: Callable[[], Any] = field(compare=False)
     loop: asyncio.AbstractEventLoop = field(compare=False)
     future: asyncio.Future[Any] = field(compare=False)
+    urgent: bool = field(default=False, compare=False)
+
+
+class _Hold:
+    """A running job's side of :class:`~voxserve.engines.preemption.Preemption`; its state is guarded
+    by the pool's lock."""
+
+    def __init__(self, pool: WorkerPool, job: _Job, threads: int | None) -> None:
+        self.pool, self.job, self.threads = pool, job, threads
+        self.armed: ort.RunOptions | None = None  # the model call in flight
+        self.asked = False  # the pool wants this job's cores
+
+    def arm(self, options: ort.RunOptions) -> bool:
+        with self.pool._cond:
+            if self.asked:
+                return False
+            self.armed = options
+            return True
+
+    def disarm(self) -> bool:
+        with self.pool._cond:
+            self.armed = None
+            return self.asked
+
+    def resume(self) -> None:
+        self.pool._resume(self)
 
 
 class WorkerPool:
@@ -48,9 +84,13 @@ class WorkerPool:
         *,
         cores: int | None = None,
         levels: tuple[int, ...] = (),
+        preempt_slack_s: float | None = None,
     ) -> None:
         if cores is not None and (not levels or min(levels) != 1 or max(levels) > cores):
             raise ValueError(f"thread levels {levels} do not fit {cores} cores")
+        if preempt_slack_s is not None and cores is None:
+            raise ValueError("preemption needs shared cores (cores and levels)")
+        self.preempt_slack_s = preempt_slack_s
         self.cores = cores
         self._levels = sorted(levels, reverse=True)
         self._free = cores or 0
@@ -60,6 +100,10 @@ class WorkerPool:
         self._closed = False
         self._busy = 0
         self._streams = 0
+        self._running: list[_Hold] = []
+        self._waiting: list[tuple[float, int, _Hold]] = []  # stopped jobs waiting for cores, by deadline
+        self._asked = 0  # running jobs asked to give their cores back, not yet done so
+        self.preemptions = 0  # model calls stopped for a more urgent job (for tests and metrics)
         self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
             thread.start()
@@ -111,16 +155,92 @@ class WorkerPool:
         fair = max(1, self.cores // max(1, self._streams))
         return next(n for n in self._levels if n <= min(free, fair))
 
-    async def run(self, fn: Callable[[], T], *, deadline: float | None = None) -> T:
+    async def run(self, fn: Callable[[], T], *, deadline: float | None = None, urgent: bool = False) -> T:
+        """Run ``fn()`` on a worker: earliest ``deadline`` first; an ``urgent`` job (a stream's first
+        audio) takes every free core and may stop jobs that have time to spare (``preempt_slack_s``)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        job = _Job(deadline if deadline is not None else time.monotonic(), next(self._seq), fn, loop, future)
+        job = _Job(deadline if deadline is not None else time.monotonic(), next(self._seq), fn, loop, future, urgent)
         with self._cond:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
             heapq.heappush(self._heap, job)
-            self._cond.notify()
+            if urgent:
+                self._preempt_for()
+            self._cond.notify_all()
         return await future
+
+    def _preempt_for(self) -> None:
+        """Ask running jobs with at least ``preempt_slack_s`` to spare to give their cores to an urgent
+        job, latest deadline first, until it can have what :meth:`_urgent_level` grants (lock held)."""
+        if self.preempt_slack_s is None or self._busy >= len(self._threads):
+            return  # no idle worker could run it anyway
+        assert self.cores is not None
+        want = self._urgent_level(self.cores, self._starting())
+        coming = self._free + sum(h.threads or 0 for h in self._running if h.asked)
+        now = time.monotonic()
+        for hold in sorted(self._running, key=lambda h: h.job.deadline, reverse=True):
+            if coming >= want or hold.job.deadline - now < self.preempt_slack_s:
+                break
+            if hold.asked or hold.job.urgent:
+                continue
+            hold.asked = True
+            self._asked += 1
+            coming += hold.threads or 0
+            if hold.armed is not None:
+                hold.armed.terminate = True
+
+    def _resume(self, hold: _Hold) -> None:
+        """A stopped job gives its cores back and waits to be readmitted, ahead of later deadlines."""
+        with self._cond:
+            if hold.asked:
+                hold.asked = False
+                self._asked -= 1
+            self._free += hold.threads or 0
+            self._running.remove(hold)
+            self.preemptions += 1
+            entry = (hold.job.deadline, hold.job.seq, hold)
+            heapq.heappush(self._waiting, entry)
+            self._cond.notify_all()
+            while not self._closed and not (
+                self._free >= 1
+                and self._waiting[0] is entry
+                and (not self._heap or (self._heap[0].deadline, self._heap[0].seq) > entry[:2])
+            ):
+                self._cond.wait()
+            self._waiting.remove(entry)
+            heapq.heapify(self._waiting)
+            hold.threads = self._level(self._free) if self._free >= 1 else 1
+            self._free -= hold.threads
+            self._running.append(hold)
+        set_thread_budget(hold.threads)
+
+    def _ready(self) -> bool:
+        """Whether a worker may start the first queued job now (lock held)."""
+        if not self._heap:
+            return False
+        if self.cores is None:
+            return True
+        top = self._heap[0]
+        if self._free < 1 or (self._waiting and self._waiting[0][:2] < (top.deadline, top.seq)):
+            return False
+        return not (top.urgent and self._asked)  # cores are being freed for it: take them all at once
+
+    def _starting(self) -> int:
+        """Urgent jobs queued or running: streams starting now (lock held)."""
+        return sum(h.job.urgent for h in self._running) + sum(j.urgent for j in self._heap)
+
+    def _urgent_level(self, free: int, starting: int) -> int:
+        """An urgent job's threads: every free core, shared only with the other streams starting now."""
+        assert self.cores is not None
+        return next(n for n in self._levels if n <= min(free, max(1, self.cores // max(1, starting))))
+
+    def _threads_for(self, job: _Job) -> int | None:
+        if self.cores is None:
+            return None
+        if job.urgent:
+            return self._urgent_level(self._free, 1 + self._starting())
+        return self._level(self._free)
 
     def close(self, wait: bool = True) -> None:
         with self._cond:
@@ -136,7 +256,7 @@ class WorkerPool:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._closed and (not self._heap or (self.cores is not None and self._free < 1)):
+                while not self._closed and not self._ready():
                     self._cond.wait()
                 if self._closed and not self._heap:
                     return
@@ -144,10 +264,12 @@ class WorkerPool:
                 if job.future.cancelled():  # caller went away while queued: skip the work
                     continue
                 self._busy += 1
-                threads = self._level(self._free) if self.cores is not None else None
+                threads = self._threads_for(job)
                 self._free -= threads or 0
+                hold = _Hold(self, job, threads)
+                self._running.append(hold)
             try:
-                with thread_budget(threads):
+                with thread_budget(threads), preemptible(hold if self.preempt_slack_s is not None else None):
                     result = job.fn()
             except BaseException as exc:  # handed to the awaiting coroutine, never lost
                 _deliver(job, _set_exception, exc)
@@ -156,7 +278,10 @@ class WorkerPool:
             finally:
                 with self._cond:
                     self._busy -= 1
-                    self._free += threads or 0
+                    self._free += hold.threads or 0
+                    self._running.remove(hold)
+                    if hold.asked:
+                        self._asked -= 1
                     self._cond.notify_all()
 
 

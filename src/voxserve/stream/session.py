@@ -22,6 +22,7 @@ from voxserve.audio.joiner import Joiner
 from voxserve.audio.loudness import LoudnessNormalizer
 from voxserve.engines.base import Engine
 from voxserve.engines.onnx import RunControl
+from voxserve.engines.preemption import work_timer
 from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.timing import word_spans
@@ -252,11 +253,11 @@ class SynthesisSession:
 
     async def _timed(self, fn: object) -> object:
         def run() -> tuple[object, float]:
-            t0 = time.perf_counter()
-            result = fn()  # type: ignore[operator]
-            return result, time.perf_counter() - t0
+            with work_timer() as spent:  # less any wait for cores after a preemption
+                result = fn()  # type: ignore[operator]
+            return result, spent()
 
-        result, spent = await self._pool.run(run, deadline=self._deadline())
+        result, spent = await self._pool.run(run, deadline=self._deadline(), urgent=self._t_first_audio is None)
         self._compute_s += spent
         return result
 

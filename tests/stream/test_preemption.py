@@ -1,0 +1,205 @@
+"""WorkerPool preemption with real ONNX Runtime calls: an urgent job (a stream's first audio) stops a
+call of a job that has time to spare, and that call is made again later with the same result."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from voxserve.engines.onnx import RunControl, current_thread_budget
+from voxserve.engines.preemption import work_timer
+from voxserve.engines.windowing import run_graph
+from voxserve.errors import Cancelled
+from voxserve.runtime import Runtime
+from voxserve.stream.pool import WorkerPool
+from voxserve.types import SynthesisParams
+
+SIZE = 384
+
+
+@pytest.fixture(scope="module")
+def slow_session() -> ort.InferenceSession:
+    """A real graph that takes a while: 60 chained 384x384 matrix products (each normalized)."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array((rng.standard_normal((SIZE, SIZE)) / np.sqrt(SIZE)).astype(np.float32), "w")
+    nodes, last = [], "x"
+    for i in range(60):
+        nodes.append(helper.make_node("MatMul", [last, "w"], [f"m{i}"]))
+        nodes.append(helper.make_node("Tanh", [f"m{i}"], [f"t{i}"]))
+        last = f"t{i}"
+    nodes.append(helper.make_node("Identity", [last], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "slow",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [SIZE, SIZE])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [SIZE, SIZE])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _inputs(seed: int) -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(seed).standard_normal((SIZE, SIZE)).astype(np.float32)}
+
+
+def _timed_call(session: ort.InferenceSession, seed: int, control: RunControl | None = None) -> float:
+    started = time.perf_counter()
+    run_graph(session, ["y"], _inputs(seed), "slow graph", control)
+    return time.perf_counter() - started
+
+
+async def _started(flag: threading.Event) -> None:
+    for _ in range(200):
+        if flag.is_set():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the first job never started")
+
+
+async def test_an_urgent_job_stops_a_call_with_time_to_spare_and_the_call_is_made_again(
+    slow_session: ort.InferenceSession,
+) -> None:
+    call_s = _timed_call(slow_session, 0)
+    (expected,) = slow_session.run(["y"], _inputs(1))
+    pool = WorkerPool(4, cores=2, levels=(2, 1), preempt_slack_s=1.0)
+    started, finished = threading.Event(), []
+
+    timings: list[float] = []
+
+    def long_job() -> np.ndarray:
+        started.set()
+        begun = time.perf_counter()
+        with work_timer() as spent:
+            (out,) = run_graph(slow_session, ["y"], _inputs(1), "slow graph")
+        timings.extend([time.perf_counter() - begun, spent()])
+        finished.append("long")
+        return np.asarray(out)
+
+    def urgent_job() -> int | None:
+        finished.append("urgent")
+        time.sleep(0.2)  # holding every core
+        return current_thread_budget()
+
+    try:
+        long = asyncio.ensure_future(pool.run(long_job, deadline=time.monotonic() + 30))
+        await _started(started)
+        await asyncio.sleep(call_s / 4)  # the call is now in flight
+        threads = await pool.run(urgent_job, deadline=time.monotonic(), urgent=True)
+        assert threads == 2  # the urgent job had every core
+        assert finished == ["urgent"]  # ... while the long call was stopped
+        out = await long
+        assert finished == ["urgent", "long"]
+        assert pool.preemptions == 1
+        np.testing.assert_array_equal(out, expected)  # made again from the same inputs: nothing lost
+        elapsed, work = timings
+        assert elapsed - work >= 0.2  # the stopped work and the wait are not counted as work
+    finally:
+        pool.close()
+
+
+async def test_a_call_whose_audio_is_due_soon_is_not_stopped(slow_session: ort.InferenceSession) -> None:
+    call_s = _timed_call(slow_session, 0)
+    pool = WorkerPool(4, cores=2, levels=(2, 1), preempt_slack_s=30.0)
+    started, finished = threading.Event(), []
+
+    def long_job() -> None:
+        started.set()
+        run_graph(slow_session, ["y"], _inputs(1), "slow graph")
+        finished.append("long")
+
+    try:
+        long = asyncio.ensure_future(pool.run(long_job, deadline=time.monotonic() + 10))
+        await _started(started)
+        await asyncio.sleep(call_s / 4)
+        await pool.run(lambda: finished.append("urgent"), deadline=time.monotonic(), urgent=True)
+        await long
+        assert finished == ["long", "urgent"]  # it waited for the call, which had too little to spare
+        assert pool.preemptions == 0
+    finally:
+        pool.close()
+
+
+async def test_a_stopped_stream_cancelled_while_it_waits_fails_as_cancelled(slow_session: ort.InferenceSession) -> None:
+    call_s = _timed_call(slow_session, 0)
+    pool = WorkerPool(4, cores=2, levels=(2, 1), preempt_slack_s=1.0)
+    control, started, gate = RunControl(), threading.Event(), threading.Event()
+
+    def urgent_job() -> str:
+        control.cancel()  # the stopped stream's caller hangs up meanwhile
+        gate.wait(5)
+        return "first audio"
+
+    try:
+        long = asyncio.ensure_future(
+            pool.run(lambda: (started.set(), _timed_call(slow_session, 1, control)), deadline=time.monotonic() + 30)
+        )
+        await _started(started)
+        await asyncio.sleep(call_s / 4)
+        urgent = asyncio.ensure_future(pool.run(urgent_job, deadline=time.monotonic(), urgent=True))
+        await asyncio.sleep(0.1)
+        gate.set()
+        assert await urgent == "first audio"
+        with pytest.raises(Cancelled):
+            await long
+        assert await pool.run(lambda: "still serving") == "still serving"
+    finally:
+        pool.close()
+
+
+async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_sound_as_alone(
+    runtime: Runtime,
+) -> None:
+    """Real Kokoro sessions: a reading that runs far ahead of playback is interrupted by a new caller's
+    first audio; both streams come out as they do alone."""
+    reading_text = (
+        "The library opens at nine on weekdays and at ten on weekends. Books may be borrowed for three "
+        "weeks and renewed twice online. Late returns cost ten cents a day, up to the price of the book, "
+        "which is charged to the card that borrowed it once the book is more than two months overdue."
+    )
+    caller_text = "Hello, how can I help you today?"
+    firsts: dict[str, float] = {}
+    lasts: dict[str, float] = {}
+
+    async def speak(text: str, ahead: asyncio.Event | None = None, wait: asyncio.Event | None = None) -> np.ndarray:
+        if wait is not None:
+            await wait.wait()
+            await asyncio.sleep(0.3)  # the reading is now decoding its long last sentence
+        session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
+        session.push_text(text)
+        session.close()
+        chunks = []
+        async for chunk in session:
+            firsts.setdefault(text, time.monotonic())
+            lasts[text] = time.monotonic()
+            chunks.append(chunk.samples)
+            if ahead is not None and session.stats.audio_s > 5.0:
+                ahead.set()  # two sentences are out, far ahead of playback: the rest has seconds to spare
+        return np.concatenate(chunks)
+
+    reading_alone, caller_alone = await speak(reading_text), await speak(caller_text)
+    pool, before, slack = runtime.pool, runtime.pool.preemptions, runtime.pool.preempt_slack_s
+    pool.preempt_slack_s = 1.0  # what the reading has to spare depends on this machine's speed
+    try:
+        event = asyncio.Event()
+        reading, caller = await asyncio.gather(speak(reading_text, ahead=event), speak(caller_text, wait=event))
+    finally:
+        pool.preempt_slack_s = slack
+    assert pool.preemptions > before
+    assert firsts[caller_text] < lasts[reading_text]  # the caller did not wait for the reading
+    # the reading's stopped window was made again from the same inputs: the same audio up to float
+    # rounding (it may have run at another thread count)
+    assert len(reading) == len(reading_alone)
+    assert np.corrcoef(reading, reading_alone)[0, 1] > 0.999
+    # the caller's first window was sized for two streams, not one: other cuts, the same speech
+    assert abs(len(caller) - len(caller_alone)) <= 600
+    n = min(len(caller), len(caller_alone))
+    assert np.corrcoef(caller[:n], caller_alone[:n])[0, 1] > 0.9
