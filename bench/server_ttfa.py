@@ -5,6 +5,10 @@ Incremental: first token sent → first audio received, tokens (words) sent ever
 WebSocket and the gRPC bidirectional stream (HTTP has no incremental input).
 
     .venv/bin/python bench/server_ttfa.py --runs 10
+
+``--busy`` keeps another caller listening to a long reading over a WebSocket of its own all the while,
+so every first audio is measured while a stream plays (set ``VOXSERVE_PREEMPT_SLACK_S=0`` in the
+environment to see it without preemption).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -149,6 +154,27 @@ def grpc_incremental(stub: pb_grpc.VoxServeStub, voice: str, token_ms: float) ->
     return first - sent_at[0]
 
 
+BUSY_TEXT = (
+    "Streaming speech synthesis turns text into audio while the text is still arriving. The first words "
+    "should be heard within a breath, and the rest should follow without gaps. A good server keeps up with "
+    "many callers at once on modest hardware, and a new caller should not wait for the others."
+)
+
+
+def keep_reading(url: str, voice: str, stop: threading.Event) -> None:
+    """Another caller: one long reading after another until ``stop`` (the server paces it to playback)."""
+    with connect(url) as ws:
+        ws.send(json.dumps({"type": "config", "voice": voice, "format": "pcm"}))
+        ws.recv(timeout=10)
+        while not stop.is_set():
+            ws.send(json.dumps({"type": "text", "text": BUSY_TEXT}))
+            ws.send(json.dumps({"type": "close"}))
+            while True:
+                frame = ws.recv(timeout=120)
+                if isinstance(frame, str) and json.loads(frame)["type"] == "done":
+                    break
+
+
 def measure(runs: int, fn: Callable[[], float], warmup: int = 3) -> dict[str, float | None]:
     for _ in range(warmup):  # connection set-up, lazy paths, ONNX Runtime's per-shape first runs
         fn()
@@ -169,7 +195,8 @@ def main() -> None:
     parser.add_argument("--engines", default="piper,kokoro")
     parser.add_argument("--warmup", type=int, default=3, help="unmeasured runs before each case")
     parser.add_argument("--token-ms", type=float, default=30.0, help="spacing of incremental tokens")
-    parser.add_argument("--out", type=Path, default=Path("bench/results/server_ttfa.json"))
+    parser.add_argument("--out", type=Path, default=None, help="default bench/results/server_ttfa[_busy].json")
+    parser.add_argument("--busy", action="store_true", help="measure while another caller's reading plays")
     args = parser.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     server = Server(engines)
@@ -180,6 +207,11 @@ def main() -> None:
         ws_url = f"ws://127.0.0.1:{server.port}/v1/tts/stream"
         for engine in engines:
             voice = VOICES[engine]
+            stop = threading.Event()
+            reader = threading.Thread(target=keep_reading, args=(ws_url, voice, stop), daemon=True)
+            if args.busy:
+                reader.start()
+                time.sleep(3.0)  # the reading is now playing, its buffer full
             with connect(ws_url) as ws:
                 ws.send(json.dumps({"type": "config", "voice": voice, "format": "pcm"}))
                 ws.recv(timeout=10)
@@ -203,12 +235,17 @@ def main() -> None:
                         f"{engine:7} {transport:5} {mode:12} median {median:7.1f} ms  p90 {p90:7.1f} ms"
                         f"  (server-side {inside if inside is not None else '-'} ms)"
                     )
+            stop.set()
+            if args.busy:
+                reader.join(60)
     finally:
         server.stop()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"text": TEXT, "runs": args.runs, "token_ms": args.token_ms, "cores": os.cpu_count()}
-    args.out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
-    print(f"wrote {args.out}")
+    out = args.out or Path(f"bench/results/server_ttfa{'_busy' if args.busy else ''}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"text": TEXT, "runs": args.runs, "token_ms": args.token_ms, "cores": os.cpu_count(), "busy": args.busy}
+    meta["preempt_slack_s"] = os.environ.get("VOXSERVE_PREEMPT_SLACK_S", "default")
+    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -78,6 +78,8 @@ def run_preemptible(call: Callable[[Any], T], options: ort.RunOptions | None, st
         return call(options)
     own = options if options is not None else ort.RunOptions()
     while True:
+        if stopped():  # the caller stopped it while it waited for cores
+            raise RuntimeError("the model call was stopped by its caller")
         started = time.perf_counter()
         if not hold.arm(own):
             hold.resume()

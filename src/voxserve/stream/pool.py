@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +38,7 @@ from voxserve.engines.onnx import set_thread_budget, thread_budget
 from voxserve.engines.preemption import preemptible
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(order=True)
@@ -199,6 +201,7 @@ class WorkerPool:
             self._free += hold.threads or 0
             self._running.remove(hold)
             self.preemptions += 1
+            log.debug("stopped a job due in %.2f s for a stream's first audio", hold.job.deadline - time.monotonic())
             entry = (hold.job.deadline, hold.job.seq, hold)
             heapq.heappush(self._waiting, entry)
             self._cond.notify_all()
