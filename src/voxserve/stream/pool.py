@@ -178,6 +178,8 @@ class WorkerPool:
         if self.preempt_slack_s is None or self._busy >= len(self._threads):
             return  # no idle worker could run it anyway
         assert self.cores is not None
+        if self._streams - self._starting() >= self.cores:
+            return  # every core is spoken for by a playing stream: stopped work could not be made up
         want = self._urgent_level(self.cores, self._starting())
         coming = self._free + sum(h.threads or 0 for h in self._running if h.asked)
         now = time.monotonic()
