@@ -11,6 +11,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from scipy.signal import stft
 
 from voxserve.engines.onnx import RunControl, current_thread_budget
 from voxserve.engines.preemption import work_timer
@@ -196,10 +197,17 @@ async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_so
     assert pool.preemptions > before
     assert firsts[caller_text] < lasts[reading_text]  # the caller did not wait for the reading
     # the reading's stopped window was made again from the same inputs: the same audio up to float
-    # rounding (it may have run at another thread count)
-    assert len(reading) == len(reading_alone)
-    assert np.corrcoef(reading, reading_alone)[0, 1] > 0.999
+    # rounding (it may have run at another thread count; a silence trim may move by a few samples)
+    assert abs(len(reading) - len(reading_alone)) <= 24
+    assert _spectral_difference(reading, reading_alone) < 0.02
     # the caller's first window was sized for two streams, not one: other cuts, the same speech
     assert abs(len(caller) - len(caller_alone)) <= 600
-    n = min(len(caller), len(caller_alone))
-    assert np.corrcoef(caller[:n], caller_alone[:n])[0, 1] > 0.9
+    assert _spectral_difference(caller, caller_alone) < 0.3
+
+
+def _spectral_difference(a: np.ndarray, b: np.ndarray) -> float:
+    """Relative difference of two signals' magnitude spectrograms (blind to shifts of a few samples)."""
+    n = min(len(a), len(b))
+    _, _, sa = stft(a[:n], nperseg=512)
+    _, _, sb = stft(b[:n], nperseg=512)
+    return float(np.linalg.norm(np.abs(sa) - np.abs(sb)) / np.linalg.norm(np.abs(sa)))
