@@ -69,15 +69,20 @@ _BUDGET = threading.local()
 
 
 @contextlib.contextmanager
-def thread_budget(threads: int | None) -> Iterator[None]:
-    """Model calls made by this thread inside the block use at most ``threads`` intra-op threads
-    (:class:`ElasticSession`); ``None`` lifts the limit."""
-    before = getattr(_BUDGET, "threads", None)
-    _BUDGET.threads = threads
+def thread_scoped(local: threading.local, name: str, value: object) -> Iterator[None]:
+    """``local.<name>`` is ``value`` inside the block (for this thread), and what it was after."""
+    before = getattr(local, name, None)
+    setattr(local, name, value)
     try:
         yield
     finally:
-        _BUDGET.threads = before
+        setattr(local, name, before)
+
+
+def thread_budget(threads: int | None) -> contextlib.AbstractContextManager[None]:
+    """Model calls made by this thread inside the block use at most ``threads`` intra-op threads
+    (:class:`ElasticSession`); ``None`` lifts the limit."""
+    return thread_scoped(_BUDGET, "threads", threads)
 
 
 def set_thread_budget(threads: int | None) -> None:

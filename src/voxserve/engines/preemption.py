@@ -20,6 +20,8 @@ from typing import Any, Protocol, TypeVar
 
 import onnxruntime as ort
 
+from voxserve.engines.onnx import thread_scoped
+
 T = TypeVar("T")
 
 
@@ -40,15 +42,9 @@ class Preemption(Protocol):
 _LOCAL = threading.local()
 
 
-@contextlib.contextmanager
-def preemptible(hold: Preemption | None) -> Iterator[None]:
+def preemptible(hold: Preemption | None) -> contextlib.AbstractContextManager[None]:
     """Model calls made by this thread inside the block may be interrupted through ``hold``."""
-    before = getattr(_LOCAL, "hold", None)
-    _LOCAL.hold = hold
-    try:
-        yield
-    finally:
-        _LOCAL.hold = before
+    return thread_scoped(_LOCAL, "hold", hold)
 
 
 def current_hold() -> Preemption | None:
