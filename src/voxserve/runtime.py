@@ -32,7 +32,7 @@ from voxserve.stream.session import SessionConfig, SynthesisSession
 from voxserve.text.frontend import Frontend
 from voxserve.text.languages import lang_for_voice, normalize_lang
 from voxserve.text.teaching import TEACHING_SENTENCES
-from voxserve.types import SynthesisParams, VoiceInfo
+from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +204,10 @@ class Runtime:
         """(Kokoro decoder calls made, windows they decoded): equal unless windows were batched."""
         runners = [streamer.decoder for streamer in self._streamers]
         return sum(r.batches for r in runners), sum(r.windows for r in runners)
+
+    def scheduler_stats(self) -> SchedulerStats:
+        """The worker pool's state (all zero while models load)."""
+        return self._pool.stats() if self._pool is not None else SchedulerStats(0, 0, 0)
 
     @property
     def pool(self) -> WorkerPool:

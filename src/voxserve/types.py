@@ -65,6 +65,16 @@ class WordTiming:
     end_s: float
 
 
+@dataclass(frozen=True)
+class SchedulerStats:
+    """The synthesis worker pool now: model jobs running and waiting, and calls stopped so far for a
+    stream's first audio (see :mod:`voxserve.stream.pool`)."""
+
+    running: int
+    queued: int
+    preemptions: int
+
+
 @dataclass(frozen=True, eq=False)
 class EngineAudio:
     """One piece of audio out of an engine (a whole segment, or one decoder window).

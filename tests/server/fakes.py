@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from voxserve.server.runtime_api import SessionLike
-from voxserve.types import SynthesisParams, VoiceInfo
+from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
 
 
 class BlockedLoadRuntime:
@@ -23,6 +23,9 @@ class BlockedLoadRuntime:
 
     def open_session(self, params: SynthesisParams) -> SessionLike:
         raise AssertionError("no synthesis expected")
+
+    def scheduler_stats(self) -> SchedulerStats:
+        return SchedulerStats(0, 0, 0)
 
     def close(self) -> None:
         self.release.set()

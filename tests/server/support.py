@@ -110,5 +110,8 @@ class SharedRuntime:
     def open_session(self, params: object) -> object:
         return self._runtime.open_session(params)  # type: ignore[arg-type]
 
+    def scheduler_stats(self) -> object:
+        return self._runtime.scheduler_stats()
+
     def close(self) -> None:
         pass

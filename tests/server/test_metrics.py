@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 from voxserve.server.metrics import Metrics
+from voxserve.types import SchedulerStats
+
+from .support import RunningServer
 
 
 def test_each_app_has_its_own_registry() -> None:
@@ -15,3 +18,18 @@ def test_each_app_has_its_own_registry() -> None:
     assert "voxserve_active_streams 3.0" in text and "voxserve_queue_depth 1.0" in text
     assert "process_resident_memory_bytes" in text
     assert "voxserve_requests_total{" not in second.render().decode()
+
+
+def test_the_worker_pool_is_read_at_each_scrape() -> None:
+    metrics = Metrics()
+    now = [SchedulerStats(running=2, queued=3, preemptions=5)]
+    metrics.watch_scheduler(lambda: now[0])
+    text = metrics.render().decode()
+    assert "voxserve_worker_jobs_running 2.0" in text and "voxserve_worker_jobs_queued 3.0" in text
+    assert "voxserve_preemptions_total 5.0" in text
+    now[0] = SchedulerStats(running=0, queued=0, preemptions=6)
+    assert "voxserve_preemptions_total 6.0" in metrics.render().decode()
+
+
+def test_a_running_server_exports_its_runtimes_pool(server: RunningServer, shared_runtime) -> None:  # type: ignore[no-untyped-def]
+    assert server.metric("voxserve_preemptions_total") == float(shared_runtime.pool.preemptions)

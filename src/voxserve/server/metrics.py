@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -10,7 +12,10 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from voxserve.types import SchedulerStats
 
 _TTFA_BUCKETS = (0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 _RTF_BUCKETS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
@@ -49,6 +54,10 @@ class Metrics:
         # process_resident_memory_bytes, process_cpu_seconds_total, open fds … (Linux /proc).
         ProcessCollector(registry=r)
 
+    def watch_scheduler(self, read: Callable[[], SchedulerStats]) -> None:
+        """Export the worker pool's state, read at each scrape."""
+        self.registry.register(_SchedulerCollector(read))
+
     def on_admission(self, active: int, queued: int) -> None:
         self.active_streams.set(active)
         self.queue_depth.set(queued)
@@ -67,3 +76,23 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _SchedulerCollector:
+    def __init__(self, read: Callable[[], SchedulerStats]) -> None:
+        self._read = read
+
+    def describe(self) -> list[Metric]:
+        return []  # not known before the first scrape: the registry must not call collect() early
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._read()
+        yield GaugeMetricFamily("voxserve_worker_jobs_running", "Model jobs running on the worker pool.", stats.running)
+        yield GaugeMetricFamily(
+            "voxserve_worker_jobs_queued", "Model jobs waiting for a worker or a core.", stats.queued
+        )
+        yield CounterMetricFamily(
+            "voxserve_preemptions",
+            "Model calls stopped to give their cores to a stream's first audio (each made again later).",
+            stats.preemptions,
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from voxserve.types import AudioChunk, SynthesisParams, VoiceInfo
+from voxserve.types import AudioChunk, SchedulerStats, SynthesisParams, VoiceInfo
 
 
 class StatsLike(Protocol):
@@ -44,5 +44,7 @@ class RuntimeLike(Protocol):
     def voices(self) -> list[VoiceInfo]: ...
 
     def open_session(self, params: SynthesisParams) -> SessionLike: ...
+
+    def scheduler_stats(self) -> SchedulerStats: ...
 
     def close(self) -> None: ...

@@ -37,6 +37,7 @@ class ServerState:
 
             runtime = Runtime(settings)
         metrics = Metrics()
+        metrics.watch_scheduler(runtime.scheduler_stats)
         lifecycle = Lifecycle(metrics)
         admission = Admission(
             settings.max_streams,

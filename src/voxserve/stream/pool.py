@@ -36,6 +36,7 @@ import onnxruntime as ort
 
 from voxserve.engines.onnx import set_thread_budget, thread_budget
 from voxserve.engines.preemption import preemptible
+from voxserve.types import SchedulerStats
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -123,6 +124,11 @@ class WorkerPool:
     def busy(self) -> int:
         with self._cond:
             return self._busy
+
+    def stats(self) -> SchedulerStats:
+        """Jobs running now, jobs waiting (queued, or stopped for an urgent one), and calls stopped."""
+        with self._cond:
+            return SchedulerStats(len(self._running), len(self._heap) + len(self._waiting), self.preemptions)
 
     @contextlib.contextmanager
     def streaming(self) -> Iterator[None]:
