@@ -66,7 +66,9 @@ def test_queue_timeout_comes_from_settings(monkeypatch: pytest.MonkeyPatch) -> N
     from voxserve.server.state import ServerState
     from voxserve.settings import Settings
 
+    from .fakes import BlockedLoadRuntime
+
     monkeypatch.setenv("VOXSERVE_QUEUE_TIMEOUT_S", "2.5")
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    state = ServerState.build(settings, runtime=object())  # type: ignore[arg-type]
+    state = ServerState.build(settings, runtime=BlockedLoadRuntime())
     assert state.admission.queue_timeout_s == 2.5
