@@ -77,20 +77,16 @@ def run_preemptible(call: Callable[[Any], T], options: ort.RunOptions | None, st
         if stopped():  # the caller stopped it while it waited for cores
             raise RuntimeError("the model call was stopped by its caller")
         started = time.perf_counter()
-        if not hold.arm(own):
-            hold.resume()
-            _LOCAL.lost = _lost() + time.perf_counter() - started
-            continue
-        try:
-            result = call(own)
-        except Exception:
-            interrupted = hold.disarm()
-            if stopped() or not interrupted:
-                raise
-            own.terminate = False
-            hold.resume()
-            _LOCAL.lost = _lost() + time.perf_counter() - started
-            continue
-        if hold.disarm() and not stopped():  # asked to stop just as it finished: the result stands
-            own.terminate = False
-        return result
+        if hold.arm(own):  # else the scheduler wants the cores before the call starts
+            try:
+                result = call(own)
+            except Exception:
+                if not hold.disarm() or stopped():
+                    raise
+                own.terminate = False  # stopped by the scheduler: made again once readmitted
+            else:
+                if hold.disarm() and not stopped():  # asked to stop just as it finished: the result stands
+                    own.terminate = False
+                return result
+        hold.resume()
+        _LOCAL.lost = _lost() + time.perf_counter() - started
