@@ -196,10 +196,15 @@ async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_so
         pool.preempt_slack_s = slack
     assert pool.preemptions > before
     assert firsts[caller_text] < lasts[reading_text]  # the caller did not wait for the reading
-    # the reading's stopped window was made again from the same inputs: the same audio up to float
-    # rounding (it may have run at another thread count; a silence trim may move by a few samples)
+    # the reading's stopped window was made again from the same inputs: nothing lost or made twice (the
+    # length; a silence trim may move by a few samples), and its later sentences, decoded in fixed
+    # windows, are the same audio up to float rounding (a window made again may run at another thread
+    # count). Its first sentence may be cut differently: the first window follows the costs learned
+    # meanwhile.
     assert abs(len(reading) - len(reading_alone)) <= 24
-    assert _spectral_difference(reading, reading_alone) < 0.02
+    last = len(reading_alone) * 2 // 5
+    assert _spectral_difference(reading[-last:], reading_alone[-last:]) < 0.02
+    assert _spectral_difference(reading, reading_alone) < 0.1
     # the caller's first window was sized for two streams, not one: other cuts, the same speech
     assert abs(len(caller) - len(caller_alone)) <= 600
     assert _spectral_difference(caller, caller_alone) < 0.3
