@@ -15,4 +15,6 @@ PY="${PYTHON:-python3}"
 export PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
 timeout 470 "$PY" -m bench.gpu_check --model "$MODEL" --voices "$VOICES" --graphs "$GRAPHS" \
-  --levels "${LEVELS:-1,16,64,256}" --workers "${WORKERS:-16}" --batch "${BATCH:-64}"
+  --levels "${LEVELS:-1,16,64,256}" --workers "${WORKERS:-16}" --batch "${BATCH:-64}" \
+  --providers "${PROVIDERS:-auto}" ${PRELOAD_TORCH:+--preload-torch} \
+  ${SAVE_AUDIO:+--save-audio "$SAVE_AUDIO"}

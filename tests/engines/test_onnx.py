@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from voxserve.engines import onnx
 from voxserve.engines.onnx import SessionFactory, resolve_providers
 from voxserve.errors import ModelError
 
@@ -9,6 +10,20 @@ from voxserve.errors import ModelError
 def test_auto_providers_end_with_cpu() -> None:
     providers = resolve_providers(["auto"])
     assert providers[-1] == "CPUExecutionProvider"
+
+
+def test_auto_takes_cuda_but_not_tensorrt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU build lists TensorRT even without its libraries; ``auto`` takes CUDA, TensorRT only by name.
+    (No GPU build here: the list is what onnxruntime-gpu 1.31 reports.)"""
+    gpu_build = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    monkeypatch.setattr(onnx.ort, "get_available_providers", lambda: gpu_build)
+    assert resolve_providers(["auto"]) == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert resolve_providers(["tensorrt", "cuda"]) == gpu_build
+    factory = SessionFactory(["auto"], 1)
+    assert factory.on_gpu and not factory.elastic
+    cuda, cpu = factory.provider_list()
+    assert cuda == ("CUDAExecutionProvider", onnx.CUDA_OPTIONS) and cpu == "CPUExecutionProvider"
+    assert onnx.CUDA_OPTIONS["cudnn_conv_algo_search"] == "HEURISTIC"
 
 
 def test_unavailable_provider_is_a_clear_error() -> None:

@@ -16,14 +16,20 @@ from voxserve.errors import ModelError
 
 log = logging.getLogger(__name__)
 
-_PREFERENCE = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
+# TensorRT is left out of ``auto``: it builds an engine for every new input shape (seconds each), and
+# decoder windows and batches come in many shapes. GPU builds of onnxruntime list it even where its
+# libraries are missing.
+_PREFERENCE = ("CUDAExecutionProvider", "CPUExecutionProvider")
+# cuDNN's default is to time every convolution algorithm for each new input shape: with windows and
+# batches of many sizes that search, not the model, would dominate. Its heuristic pick is close.
+CUDA_OPTIONS = {"cudnn_conv_algo_search": "HEURISTIC", "cudnn_conv_use_max_workspace": "1"}
 
 
 def resolve_providers(requested: list[str]) -> list[str]:
     """Turn the ``providers`` setting into a list ONNX Runtime accepts.
 
-    ``auto`` means: the best available of TensorRT, CUDA, CPU (CPU always last as fallback).
-    Short names ``cpu``/``cuda``/``tensorrt`` are accepted.
+    ``auto`` means: CUDA when available, then CPU (CPU always last as fallback); TensorRT only when
+    asked for. Short names ``cpu``/``cuda``/``tensorrt`` are accepted.
     """
     available = set(ort.get_available_providers())
     short = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider"}
@@ -174,6 +180,10 @@ class SessionFactory:
         wide = self.intra_op_threads
         self.levels = thread_levels(wide) if elastic and not self.on_gpu and wide > 1 else (wide,)
 
+    def provider_list(self) -> list[str | tuple[str, dict[str, str]]]:
+        """The providers with their options, as ``InferenceSession`` takes them."""
+        return [(name, CUDA_OPTIONS) if name == "CUDAExecutionProvider" else name for name in self.providers]
+
     @property
     def on_gpu(self) -> bool:
         return self.providers[0] != "CPUExecutionProvider"
@@ -205,7 +215,7 @@ class SessionFactory:
         if not isinstance(path, bytes) and not Path(path).is_file():
             raise ModelError(f"model file {path} is missing; run 'voxserve models fetch'")
         try:
-            return ort.InferenceSession(source, sess_options=self.options(threads), providers=self.providers)
+            return ort.InferenceSession(source, sess_options=self.options(threads), providers=self.provider_list())
         except Exception as exc:  # onnxruntime raises several unrelated types
             where = "in-memory graph" if isinstance(path, bytes) else str(path)
             raise ModelError(
