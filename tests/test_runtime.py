@@ -49,3 +49,11 @@ def test_a_quick_start_reuses_the_statistics_an_earlier_start_learned(runtime) -
         assert streamer.voice_stats.frames_seen("af_heart") > 0
     finally:
         quick.close()
+
+
+def test_the_languages_of_its_voices_are_ready_at_start(runtime) -> None:  # type: ignore[no-untyped-def]
+    """A first Mandarin or Japanese request should not pay ~1-5 s for a cold text front end."""
+    assert {"en-us", "zh", "ja", "fr"} <= set(runtime._warm_languages())
+    assert {("zh", "misaki"), ("ja", "misaki"), ("fr", "misaki")} <= set(runtime.frontend._g2ps)
+    assert Runtime(Settings(_env_file=None, warm_languages="none"))._warm_languages() == []  # type: ignore[call-arg]
+    assert Runtime(Settings(_env_file=None, warm_languages="zh, ja"))._warm_languages() == ["zh", "ja"]  # type: ignore[call-arg]

@@ -5,15 +5,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from voxserve.errors import VoxError
 from voxserve.settings import Settings
+from voxserve.types import MAX_OUTPUT_RATE as MAX_RATE
+from voxserve.types import MIN_OUTPUT_RATE as MIN_RATE
+
+# File extensions that name an output format; other extensions say nothing about it.
+_FORMAT_BY_EXTENSION = {
+    "pcm": "pcm",
+    "raw": "pcm",
+    "wav": "wav",
+    "mp3": "mp3",
+    "opus": "opus",
+    "ogg": "opus",
+    "flac": "flac",
+    "aac": "aac",
+    "mulaw": "mulaw",
+    "ulaw": "mulaw",
+}
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -51,6 +70,63 @@ def _engines_for_voice(voice: str) -> list[str]:
     return ["piper"] if voice.startswith("en_US-") else ["kokoro"]
 
 
+def _check_blend(voice: str) -> None:
+    """Refuse a blend that mixes in a Piper voice (only Kokoro style vectors can be averaged).
+
+    Without this the Kokoro engine reports the Piper member as an unknown voice, which misleads.
+    """
+    from voxserve.engines.voices import parse_blend
+
+    if "+" not in voice and ":" not in voice:
+        return
+    try:
+        names = [name for name, _ in parse_blend(voice)]
+    except ValueError as exc:
+        raise VoxError(f"bad voice blend {voice!r}: {exc}") from None
+    others = [name for name in names if _engines_for_voice(name) != ["kokoro"]]
+    if others:
+        raise VoxError(f"only Kokoro voices can be blended; {others[0]!r} in {voice!r} is a Piper voice")
+
+
+def _output_format(fmt: str | None, output: str | None) -> str:
+    """The audio format: ``--format``, else the one the output's extension names, else WAV.
+
+    Both given and disagreeing (``-f flac -o x.wav``) is refused: the file would lie about its contents.
+    """
+    suffix = Path(output).suffix.lstrip(".").lower() if output else ""
+    implied = _FORMAT_BY_EXTENSION.get(suffix)
+    if fmt is None:
+        return implied or suffix or "wav"
+    if implied is not None and implied != fmt.strip().lower():
+        raise VoxError(f"--format {fmt} does not match the extension of {output}; change one of them")
+    return fmt
+
+
+def _check_output(output: str) -> None:
+    """Fail early, with one line, when ``output`` cannot be written (before the models load)."""
+    path = Path(output)
+    if path.is_dir():
+        raise VoxError(f"output {output} is a directory; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        raise VoxError(f"cannot write {output}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise VoxError(f"cannot write {output}: directory {parent} is not writable")
+
+
+def _open_partial(target: Path) -> tuple[Path, BinaryIO]:
+    """A new file next to ``target`` to write into; renamed over it only once synthesis succeeded,
+    so a failure leaves an existing ``target`` untouched."""
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    try:
+        sink = partial.open("xb")
+        if target.exists():
+            os.chmod(partial, stat.S_IMODE(target.stat().st_mode))
+    except OSError as exc:
+        raise VoxError(f"cannot write {target}: {exc.strerror or exc}") from None
+    return partial, sink
+
+
 async def _say(args: argparse.Namespace, settings: Settings, text: str) -> int:
     from voxserve.audio import StreamingResampler, make_encoder
     from voxserve.runtime import Runtime
@@ -61,7 +137,7 @@ async def _say(args: argparse.Namespace, settings: Settings, text: str) -> int:
     try:
         params = SynthesisParams(voice=args.voice, speed=args.speed, lang=args.lang, phoneme_input=args.phonemes)
         session = runtime.open_session(params, pace=False)
-        fmt = args.format or (Path(args.output).suffix.lstrip(".") if args.output else "wav") or "wav"
+        fmt = _output_format(args.format, args.output)
         rate = args.sample_rate or session.sample_rate
         resampler = StreamingResampler(session.sample_rate, rate) if rate != session.sample_rate else None
         encoder = make_encoder(fmt, rate)
@@ -70,7 +146,7 @@ async def _say(args: argparse.Namespace, settings: Settings, text: str) -> int:
         target = Path(args.output) if args.output else None
         if target is None and args.play:
             target = Path(tempfile.mkstemp(suffix=f".{fmt}")[1])
-        sink = target.open("wb") if target else sys.stdout.buffer
+        partial, sink = _open_partial(target) if target else (None, sys.stdout.buffer)
         try:
             async for chunk in session:
                 samples = resampler.process(chunk.samples) if resampler else chunk.samples
@@ -78,9 +154,14 @@ async def _say(args: argparse.Namespace, settings: Settings, text: str) -> int:
             if resampler:
                 sink.write(encoder.encode(resampler.flush()))
             sink.write(encoder.finish())
-        finally:
-            if target:
+        except BaseException:
+            if partial:
                 sink.close()
+                partial.unlink(missing_ok=True)
+            raise
+        if target and partial:
+            sink.close()
+            os.replace(partial, target)
         stats = session.stats
         print(
             f"{stats.audio_s:.2f} s of audio in {stats.chunks} chunks; first audio after "
@@ -114,6 +195,12 @@ def cmd_say(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.output is None and not args.play and sys.stdout.isatty():
         raise VoxError("refusing to write audio to a terminal; pass -o FILE or --play")
+    if args.sample_rate is not None and not MIN_RATE <= args.sample_rate <= MAX_RATE:
+        raise VoxError(f"sample rate must be between {MIN_RATE} and {MAX_RATE} Hz, got {args.sample_rate}")
+    _output_format(args.format, args.output)  # a mismatch fails before the models load
+    if args.output is not None:
+        _check_output(args.output)
+    _check_blend(args.voice)
     return asyncio.run(_say(args, settings, text))
 
 
@@ -169,11 +256,18 @@ def build_parser() -> argparse.ArgumentParser:
     say = sub.add_parser("say", help="synthesize text to a file, stdout or the speaker")
     say.add_argument("text", nargs="*", help="text to speak (default: read stdin)")
     say.add_argument("-v", "--voice", default="af_heart", help="voice id, blend 'a:0.7+b:0.3', or en_US-joe-medium")
-    say.add_argument("-o", "--output", help="output file (format from its extension)")
-    say.add_argument("-f", "--format", help="pcm, wav, mp3, opus, flac, mulaw")
+    say.add_argument("-o", "--output", help="output file (format from its extension); replaced only on success")
+    say.add_argument(
+        "-f",
+        "--format",
+        help="pcm, wav, mp3, opus, flac, aac, mulaw (default: from the -o extension, else wav); "
+        "refused when it contradicts the -o extension",
+    )
     say.add_argument("-s", "--speed", type=float, default=1.0, help="0.5 to 2.0")
     say.add_argument("-l", "--lang", help="language code (default: from the voice)")
-    say.add_argument("-r", "--sample-rate", dest="sample_rate", type=int, help="output sample rate")
+    say.add_argument(
+        "-r", "--sample-rate", dest="sample_rate", type=int, help=f"output sample rate, {MIN_RATE} to {MAX_RATE} Hz"
+    )
     say.add_argument("--phonemes", action="store_true", help="the input is phonemes, not text")
     say.add_argument("--play", action="store_true", help="play the result")
     say.add_argument("--engines", help=argparse.SUPPRESS)

@@ -7,6 +7,7 @@ the heavy work (loading models, warming up) and may run in a thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -87,8 +88,21 @@ class Runtime:
             self._thread_levels = factory.levels if factory.elastic else (None,)
             if warm:
                 self.warm_up()
+                self.frontend.warm(self._warm_languages())
             self.learn_voices(learn=warm)  # without warm-up, only what an earlier start saved
             self.ready = True
+
+    def _warm_languages(self) -> list[str]:
+        wanted = [lang.strip().lower() for lang in self.settings.warm_languages if lang.strip()]
+        if wanted in ([], ["none"]):
+            return []
+        if wanted != ["all"]:
+            return wanted
+        langs = set()
+        for voice_id in self._voice_engine:
+            with contextlib.suppress(UnsupportedLanguage):
+                langs.add(lang_for_voice(voice_id))
+        return sorted(langs)
 
     def _elastic(self) -> bool:
         """Share the cores between concurrent streams (windowed CPU decoding without batching)."""

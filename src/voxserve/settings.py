@@ -86,7 +86,12 @@ class Settings(BaseSettings):
     # --- runtime ----------------------------------------------------------------
     providers: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["auto"],
-        description="ONNX Runtime providers; 'auto' picks TensorRT/CUDA when present, else CPU.",
+        description="ONNX Runtime providers; 'auto' picks CUDA when present, else CPU (TensorRT only by name).",
+    )
+    warm_languages: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["all"],
+        description="Languages whose text front end is built at start (a cold one costs a first request "
+        "up to ~5 s): 'all' the loaded voices speak, or a list such as 'en-us,zh'; 'none' for none.",
     )
     intra_op_threads: int = Field(default=0, ge=0, description="Threads per ONNX session (0 = cores).")
     worker_threads: int = Field(
@@ -167,7 +172,14 @@ class Settings(BaseSettings):
     log_text: bool = Field(default=False, description="Include input text in access logs.")
 
     @field_validator(
-        "providers", "model_sources", "engines", "api_keys", "cors_origins", "jwt_algorithms", mode="before"
+        "providers",
+        "model_sources",
+        "engines",
+        "api_keys",
+        "cors_origins",
+        "jwt_algorithms",
+        "warm_languages",
+        mode="before",
     )
     @classmethod
     def _split_csv(cls, value: object) -> object:

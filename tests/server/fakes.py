@@ -21,7 +21,7 @@ class BlockedLoadRuntime:
     def voices(self) -> list[VoiceInfo]:
         return [VoiceInfo("fake", "fake", "en-us", "female", 16000)]
 
-    def open_session(self, params: SynthesisParams) -> SessionLike:
+    def open_session(self, params: SynthesisParams, *, pace: bool = True) -> SessionLike:
         raise AssertionError("no synthesis expected")
 
     def scheduler_stats(self) -> SchedulerStats:

@@ -107,8 +107,8 @@ class SharedRuntime:
     def voices(self) -> list[object]:
         return self._runtime.voices()  # type: ignore[return-value]
 
-    def open_session(self, params: object) -> object:
-        return self._runtime.open_session(params)  # type: ignore[arg-type]
+    def open_session(self, params: object, *, pace: bool = True) -> object:
+        return self._runtime.open_session(params, pace=pace)  # type: ignore[arg-type]
 
     def scheduler_stats(self) -> object:
         return self._runtime.scheduler_stats()

@@ -93,6 +93,19 @@ def test_bidirectional_stream(server: RunningServer) -> None:
     assert abs(len(audio) / 2 / 22050 - sum(d.audio_s for d in done)) < 0.02
 
 
+def test_bidirectional_utterance_with_nothing_to_speak_fails_alone(server: RunningServer) -> None:
+    outbox: queue.Queue[pb.StreamRequest | None] = queue.Queue()
+    responses = stub(server).StreamingSynthesize(requests(outbox), timeout=60)
+    outbox.put(pb.StreamRequest(config=pb.StreamConfig(voice=PIPER, format="pcm")))
+    assert next(responses).WhichOneof("kind") == "ready"
+    for text in ("...", "Still spoken."):
+        outbox.put(pb.StreamRequest(text=pb.TextFragment(text=text)))
+        outbox.put(pb.StreamRequest(close=pb.CloseUtterance()))
+    outbox.put(None)
+    kinds = [response.WhichOneof("kind") for response in responses]
+    assert kinds[:2] == ["error", "done"] and kinds[-1] == "done" and "chunk" in kinds[2:]
+
+
 def test_bidirectional_flush_and_cancel(server: RunningServer) -> None:
     outbox: queue.Queue[pb.StreamRequest | None] = queue.Queue()
     responses = stub(server).StreamingSynthesize(requests(outbox), timeout=60)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.text import Frontend
+from voxserve.text.g2p_espeak import EspeakG2P, plain_numbers
 
 SENTENCES = {
     "en-us": "Hello there! Dr. Smith paid $5.50 for 3.5 kg of quixotic xylophones, e.g. the 1st ones, at 3:30pm.",
@@ -86,3 +89,63 @@ def test_japanese_kanji_are_read_not_spelled(frontend: Frontend) -> None:
     phonemes = frontend.phonemize("東京は大きい都市です。", "ja")[0].phonemes
     assert "ʧ" not in phonemes or "lˈe" not in phonemes  # espeak's "Chinese letter" reading
     assert phonemes.startswith("tˌoɯᵝkʲˈoɯᵝ")
+
+
+def test_plain_numbers_drops_thousands_separators_and_says_the_decimal_comma() -> None:
+    assert (
+        plain_numbers("Hay 1.000.000 de personas, 2.500,50 euros.", "es")
+        == "Hay 1000000 de personas, 2500 coma 50 euros."
+    )
+    assert plain_numbers("Costa 2.500 euro", "it") == "Costa 2500 euro"
+    assert plain_numbers("São 1.000.000 de pessoas e 3,5 kg", "pt-br") == "São 1000000 de pessoas e 3 vírgula 5 kg"
+    for space in (" ", "\u00a0", "\u202f"):
+        assert plain_numbers(f"Il coûte 1{space}234{space}567,5 euros.", "fr") == "Il coûte 1234567 virgule 5 euros."
+    # Dates, versions and IP addresses are not grouped numbers; other languages are left alone.
+    assert plain_numbers("El 1.2.2024 y 192.168.1.1 o 12.30", "es") == "El 1.2.2024 y 192.168.1.1 o 12.30"
+    assert plain_numbers("Uno, dos y 1,000,000", "es") == "Uno, dos y 1000000"
+    assert plain_numbers("It costs 1.000 or 3,5", "en-us") == "It costs 1.000 or 3,5"
+    assert plain_numbers("Il y a 12 ans et 3 chats", "fr") == "Il y a 12 ans et 3 chats"
+
+
+@pytest.mark.parametrize(
+    ("lang", "text", "number", "expected", "wrong"),
+    [
+        ("es", "Hay 1.000.000 de personas.", "1000000", "miʝˈon", "θˈeɾo"),  # not "uno . cero cero cero"
+        ("it", "Costa 2.500 euro.", "2500", "mˈiːla", "."),  # not "due . cinquecento"
+        ("pt-br", "Custa 2.500 reais.", "2500", "mˈiʊ", "."),
+        ("fr", "Il coûte 1 234 euros.", "1234", "mil", "œ̃"),  # not "un" + "deux cent trente-quatre"
+        ("fr", "Il coûte 1\u202f234 euros.", "1234", "mil", "œ̃"),
+        ("fr", "Il coûte 1\u00a0234 euros.", "1234", "mil", "œ̃"),
+    ],
+)
+def test_grouped_numbers_are_read_as_one_number(
+    frontend: Frontend, lang: str, text: str, number: str, expected: str, wrong: str
+) -> None:
+    words = [w for s in frontend.phonemize(text, lang, "espeak") for w in s.words]
+    word = next(w for w in words if w.text == number)
+    assert expected in word.phonemes and wrong not in word.phonemes, word
+
+
+def test_decimal_comma_is_read_as_the_language_says_it() -> None:
+    words = EspeakG2P("es", "espeak")("Pesa 3,5 kilos.")
+    assert [w.text for w in words][:4] == ["Pesa", "3", "coma", "5"]
+    assert "," not in "".join(w.phonemes for w in words)  # no pause between "tres" and "cinco"
+
+
+def test_numbers_read_as_several_words_keep_the_sentence_context(caplog: pytest.LogCaptureFixture) -> None:
+    g2p = EspeakG2P("fr", "espeak")
+    with caplog.at_level(logging.DEBUG, logger="voxserve.text.g2p_espeak"):
+        phonemes = g2p.word_phonemes(["Il", "coûte", "1234", "euros"])
+    assert len(phonemes) == 4 and phonemes[2].split() == ["mil", "døsɑ̃", "tʁɑ̃tkˈatʁ"]
+    # "Il" as read inside the sentence (unstressed), not alone ("ˈil"): the context was kept.
+    assert phonemes[0] == g2p.word_phonemes(["Il", "coûte", "cher"])[0] != g2p.word_phonemes(["Il"])[0]
+    assert not any("word by word" in r.getMessage() for r in caplog.records)
+
+
+def test_phonemizer_warnings_do_not_reach_the_user(caplog: pytest.LogCaptureFixture) -> None:
+    g2p = EspeakG2P("fr", "espeak")
+    with caplog.at_level(logging.INFO):
+        g2p("Il coûte 1234 euros.")  # espeak reads 1234 as three words: a "words count mismatch"
+        EspeakG2P("ja", "espeak")("こんにちは")
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO and "phonemizer" in r.name], caplog.records
+    assert not any("mismatch" in r.getMessage() and r.levelno >= logging.INFO for r in caplog.records)

@@ -29,11 +29,12 @@ CASES = [
     ("Due Dec. 25", "Due December twenty fifth"),
     ("On Jan 1, 2000", "On January first two thousand"),
     # times
-    ("At 3:30pm.", "At three thirty p m."),
+    # "AM"/"PM": the G2P reads "a m" as the article "a" and drops a full stop after a lone letter.
+    ("At 3:30pm.", "At three thirty PM."),
     ("At 15:45", "At fifteen forty five"),
     ("At 10:00", "At ten o'clock"),
-    ("At 7:05 a.m. sharp", "At seven oh five a m sharp"),
-    ("Meet at 9am.", "Meet at nine a m."),
+    ("At 7:05 a.m. sharp", "At seven oh five AM sharp"),
+    ("Meet at 9am.", "Meet at nine AM."),
     # ordinals and percentages
     ("The 1st and 22nd", "The first and twenty second"),
     ("Up 45% or 3.5%", "Up forty five percent or three point five percent"),
@@ -64,6 +65,118 @@ CASES = [
 
 @pytest.mark.parametrize(("text", "expected"), CASES)
 def test_normalize_english(text: str, expected: str) -> None:
+    assert normalize_english(text) == expected
+
+
+# Bugs reported against the rules above; one table per area.
+FIX_CASES = [
+    # month names must be whole words or standard abbreviations
+    ("Maybe 5 people will come.", "Maybe five people will come."),
+    ("I played Super Mario 64 yesterday.", "I played Super Mario sixty four yesterday."),
+    ("Marcus 2 scored", "Marcus two scored"),
+    ("Octavia 3 points", "Octavia three points"),
+    ("May 5", "May fifth"),
+    ("Born Sept. 3, 1990", "Born September third nineteen ninety"),
+    ("On March 3rd", "On March third"),
+    # decades
+    ("The 1800s", "The eighteen hundreds"),
+    ("the 90s", "the nineties"),
+    ("the '90s", "the nineties"),
+    ("the 1990s", "the nineteen nineties"),
+    ("In the 1960s-70s", "In the nineteen sixties to seventies"),
+    ("In her 30s", "In her thirties"),
+    ("the 2000s", "the two thousands"),
+    ("10s of thousands", "tens of thousands"),
+    ("the 50s and 60s", "the fifties and sixties"),
+    ("a 30s clip", "a thirty seconds clip"),
+    # "St." and sentence-final abbreviations
+    ("She lives on Baker St. We visited her.", "She lives on Baker Street. We visited her."),
+    ("I live on Baker St.", "I live on Baker Street."),
+    ("Visit St. Louis today.", "Visit Saint Louis today."),
+    ("Turn onto 5th St. Then stop.", "Turn onto fifth Street. Then stop."),
+    ("Main St., Springfield", "Main Street, Springfield"),
+    ("It closes at 5 p.m. We should hurry.", "It closes at five PM. We should hurry."),
+    ("At 5 p.m. on Friday", "At five PM on Friday"),
+    ("Cats, dogs, etc. Then we left.", "Cats, dogs, et cetera. Then we left."),
+    ("Argentina vs. Brazil", "Argentina versus Brazil"),
+    ("Apple Inc. It grew.", "Apple Incorporated. It grew."),
+    # money
+    ("Your balance is -$50 after the fee.", "Your balance is minus fifty dollars after the fee."),
+    ("It is $-5", "It is minus five dollars"),
+    ("Only US$5", "Only five US dollars"),
+    ("Costs C$2.50", "Costs two Canadian dollars and fifty cents"),
+    ("Pay $10-$20", "Pay ten to twenty dollars"),
+    ("A $5-10 million fund", "A five to ten million dollars fund"),
+    # scale suffixes
+    ("1.5M users", "one point five million users"),
+    ("A $5M grant", "A five million dollars grant"),
+    ("A £1m deal", "A one million pounds deal"),
+    ("$2.5B", "two point five billion dollars"),
+    ("3bn people", "three billion people"),
+    ("10k steps", "ten thousand steps"),
+    ("2.5B parameters", "two point five billion parameters"),
+    ("221B Baker Street", "221B Baker Street"),  # an address, not a billion (like "5G", left to the G2P)
+    ("the 1,000th visitor", "the one thousandth visitor"),
+    # acronyms that look like units
+    ("We trained 3 ML models.", "We trained three ML models."),
+    ("Add 5 ml or 5 mL", "Add five milliliters or five milliliters"),
+    ("A 2 TB disk, 8 GB RAM", "A two terabytes disk, eight gigabytes RAM"),
+    ("Ask 2 HR staff", "Ask two HR staff"),
+    # phone numbers and leading zeros
+    ("Call 555-123-4567", "Call five five five, one two three, four five six seven"),
+    ("Call (555) 123-4567.", "Call five five five, one two three, four five six seven."),
+    ("Dial +1 555 123 4567", "Dial plus one, five five five, one two three, four five six seven"),
+    ("Call 1-800-555-1234", "Call one, eight zero zero, five five five, one two three four"),
+    ("Call 555-1234", "Call five five five, one two three four"),
+    ("Agent 007", "Agent zero zero seven"),
+    ("Dial 0.5 or +5 10 20", "Dial zero point five or plus five ten twenty"),
+    ("Boston MA 02134", "Boston MA zero two one three four"),
+    # fractions and ranges
+    ("1/2 cup", "one half cup"),
+    ("3/4 full", "three quarters full"),
+    ("2 1/2 hours", "two and a half hours"),
+    ("2/3 of them", "two thirds of them"),
+    ("½ cup, 2½ cups, ¼ and ¾", "one half cup, two and a half cups, one quarter and three quarters"),
+    ("10-20 minutes", "ten to twenty minutes"),
+    ("From 1990-1995", "From nineteen ninety to nineteen ninety five"),
+    ("From 1990-95", "From nineteen ninety to ninety five"),
+    ("Open 24/7", "Open twenty four seven"),
+    ("Due 31/12/2023", "Due December thirty first twenty twenty three"),
+    ("Walk 5-10 km", "Walk five to ten kilometers"),
+    ("Open 9am-5pm", "Open nine AM to five PM"),
+    ("Open 10:00-11:00", "Open ten o'clock to eleven o'clock"),
+    ("Up 10-20%", "Up ten to twenty percent"),
+    ("500-1000 users", "five hundred to one thousand users"),
+    ("It is -5 degrees", "It is minus five degrees"),
+    ("2+2=4", "two plus two equals four"),
+    ("5-3=2", "five minus three equals two"),
+    # Roman numerals
+    ("Chapter IV", "Chapter four"),
+    ("Louis XIV", "Louis the fourteenth"),
+    ("World War II and World War I", "World War two and World War one"),
+    ("Super Bowl LVIII", "Super Bowl fifty eight"),
+    ("Henry VIII and Elizabeth II", "Henry the eighth and Elizabeth the second"),
+    ("in part II", "in part two"),
+    ("in this part I show", "in this part I show"),
+    ("When Mary I was queen", "When Mary I was queen"),
+    ("I mix MIX and CIVIL", "I mix MIX and CIVIL"),
+    ("Class C and Type II", "Class C and Type two"),
+    ("Malcolm X", "Malcolm X"),
+    ("Louis XIV's palace", "Louis the fourteenth's palace"),
+    ("Vol. IV and Apollo XI", "Volume four and Apollo eleven"),
+    # minor
+    ("At 10:05:30", "At ten oh five and thirty seconds"),
+    ("At 0:00", "At zero hundred"),
+    ("At 9.30am", "At nine thirty AM"),
+    ("Only 1.0 km", "Only one point zero kilometers"),
+    ("Learn C# and F#.", "Learn C sharp and F sharp."),
+    ("A Ph.D. in physics", "A PhD in physics"),
+    ("She has a Ph.D.", "She has a PhD."),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), FIX_CASES)
+def test_normalize_english_fixes(text: str, expected: str) -> None:
     assert normalize_english(text) == expected
 
 

@@ -169,3 +169,83 @@ def test_newline_ends_a_sentence() -> None:
 def test_count_words() -> None:
     assert count_words("hello there, world") == 3
     assert count_words("你好世界") == 2
+
+
+def _both_ways(text: str, first_words: int = 6, max_chars: int = 400) -> list[TextSegment]:
+    """Whole-text segments, checked to equal those of the same text streamed word by word."""
+    batch = split_text(text, first_words, max_chars)
+    words = re.findall(r"\S+\s*", text)
+    streamed, _ = feed(IncrementalSegmenter(first_words, max_chars), words)
+    assert streamed == batch
+    chars, _ = feed(IncrementalSegmenter(first_words, max_chars), list(text))
+    assert chars == batch
+    return batch
+
+
+@pytest.mark.parametrize(
+    ("text", "together"),
+    [
+        ("The city council agreed today that the new bridge will cost $5 million in total.", "$5 million"),
+        ("The weather service said today that the reading at noon of 72 °F was a record.", "72 °F"),
+        ("The runners in the big city race said that the first 5 km is the hardest part.", "5 km"),
+    ],
+)
+def test_first_segment_never_cut_right_after_a_number(text: str, together: str) -> None:
+    segments = _both_ways(text)
+    assert len(segments) == 2 and segments[0].boundary == "none"
+    assert together in segments[0].text
+
+
+def test_long_cut_prefers_a_word_boundary_not_after_a_number() -> None:
+    text = "Start. " + " ".join(["cost $5 million"] * 30) + "."
+    segments = _both_ways(text, 6, 100)
+    assert all(len(s.text) <= 100 for s in segments)
+    assert all(not re.search(r"\d$", s.text) for s in segments)
+
+
+def test_only_numbers_still_cut_at_a_space() -> None:
+    segments = _both_ways("Start. " + " ".join(str(n) for n in range(100, 200)) + ".", 6, 100)
+    assert all(len(s.text) <= 100 for s in segments)
+    assert all(set(s.text.rstrip(".").split()) <= {"Start"} | {str(n) for n in range(100, 200)} for s in segments)
+
+
+def test_degree_abbreviation_is_not_a_sentence_end() -> None:
+    assert [s.text for s in split_sentences("She has a Ph.D. in math. He has an M.Sc. too.")] == [
+        "She has a Ph.D. in math.",
+        "He has an M.Sc. too.",
+    ]
+
+
+def test_list_numbers_belong_to_their_line() -> None:
+    text = "Steps:\n1. First item\n2. Second item\n3. Third item"
+    assert [s.text for s in split_sentences(text)] == ["Steps:", "1. First item", "2. Second item", "3. Third item"]
+    segments = _both_ways(text, 2, 400)
+    assert [s.text for s in segments] == ["Steps:", "1. First item 2. Second item", "3. Third item"]
+    # A number at the end of a sentence in running text still ends it.
+    assert [s.text for s in split_sentences("I counted to 2. Then I stopped.")] == [
+        "I counted to 2.",
+        "Then I stopped.",
+    ]
+    # After a segment is taken mid-line, the next "N." is not at a line start (a small limit keeps
+    # the later sentences apart).
+    assert [s.text for s in _both_ways("Hi. 3. Then go.", 1, 20)] == ["Hi.", "3.", "Then go."]
+    assert [s.text for s in _both_ways("Hi.\n3. Then go.", 1, 20)] == ["Hi.", "3. Then go."]
+    assert [s.text for s in _both_ways("Hi.\n \n 3. Then go.", 1, 20)] == ["Hi.", "3. Then go."]
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("We met at 5 p.m. We ate.", ["We met at 5 p.m.", "We ate."]),
+        ("Bring pens, paper, etc. Then sit.", ["Bring pens, paper, etc.", "Then sit."]),
+        ("It is on Main St. We live there.", ["It is on Main St.", "We live there."]),
+        ("He moved to the U.S. He liked it.", ["He moved to the U.S.", "He liked it."]),
+        ("We met at 9 a.m. yesterday.", ["We met at 9 a.m. yesterday."]),
+        ("I flew to St. Louis and the U.S. Army base.", ["I flew to St. Louis and the U.S. Army base."]),
+        ("Dr. We and Mr. The are odd names. Prof. Then too.", ["Dr. We and Mr. The are odd names.", "Prof. Then too."]),
+        ("See e.g. Fuji apples.", ["See e.g. Fuji apples."]),
+    ],
+)
+def test_abbreviation_sentence_ends(text: str, sentences: list[str]) -> None:
+    assert [s.text for s in split_sentences(text)] == sentences
+    _both_ways(text, 1, 400)

@@ -12,7 +12,7 @@ from voxserve.audio.dsp import (
     silence,
     trim_silence,
 )
-from voxserve.audio.encode import ALL_FORMATS, Encoder, encode_whole, make_encoder, supported_formats
+from voxserve.audio.encode import ALL_FORMATS, Encoder, encode_whole, encoded_rate, make_encoder, supported_formats
 from voxserve.audio.joiner import Joiner, JoinOutput, PieceSpan
 from voxserve.audio.loudness import LoudnessNormalizer, rms_db, speech_level_db
 from voxserve.audio.pcm import float_to_s16, mulaw_decode, mulaw_encode, s16_to_float
@@ -30,6 +30,7 @@ __all__ = [
     "StreamingResampler",
     "discontinuity_score",
     "encode_whole",
+    "encoded_rate",
     "equal_power_crossfade",
     "fade_in",
     "fade_out",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Protocol
 
-from voxserve.audio.av_encode import AV_FORMATS, AvEncoder, codec_available
+from voxserve.audio.av_encode import AV_FORMATS, AvEncoder, codec_available, encoder_rate
 from voxserve.audio.pcm import as_mono_float32, float_to_s16, mulaw_encode
 from voxserve.audio.resample import StreamingResampler
 from voxserve.audio.wav import wav_bytes, wav_header
@@ -114,6 +114,17 @@ def make_encoder(fmt: str, sample_rate: int, *, bit_rate: int | None = None) -> 
     if name == "mulaw":
         return MulawEncoder(sample_rate)
     return AvEncoder(AV_FORMATS[name], sample_rate, bit_rate)
+
+
+def encoded_rate(fmt: str, sample_rate: int) -> int:
+    """The rate ``fmt`` is sent at when fed ``sample_rate``: μ-law is always 8 kHz, and Opus/MP3/AAC take
+    the nearest rate their codec supports (what a client must announce to its player)."""
+    name = fmt.strip().lower()
+    if name == "mulaw":
+        return MULAW_RATE
+    if name in AV_FORMATS:
+        return encoder_rate(AV_FORMATS[name], sample_rate)
+    return sample_rate
 
 
 def encode_whole(fmt: str, samples: FloatAudio, sample_rate: int) -> bytes:

@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, http_status
@@ -39,10 +40,29 @@ def _error_response(exc: BaseException) -> JSONResponse:
     return JSONResponse(error_body(exc), status_code=http_status(exc), headers=headers)
 
 
+def _body_problem(exc: RequestValidationError) -> InvalidInput:
+    """A readable message for a body FastAPI could not take: what is wrong and what to send instead."""
+    errors = exc.errors()
+    kinds = {e["type"] for e in errors}
+    send = "send a JSON object with Content-Type: application/json"
+    if "json_invalid" in kinds:
+        at = next(e["loc"][1] for e in errors if e["type"] == "json_invalid")
+        return InvalidInput(f"request body is not valid JSON (error at character {at}); {send}")
+    if "model_attributes_type" in kinds or "dict_type" in kinds:
+        return InvalidInput(f"request body is not a JSON object; {send}")
+    if any(e["type"] == "missing" and tuple(e["loc"]) == ("body",) for e in errors):
+        return InvalidInput(f"request body is missing; {send}")
+    details = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in errors)
+    return InvalidInput(f"invalid request body: {details}")
+
+
 async def _on_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, RequestValidationError):
-        details = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors())
-        exc = InvalidInput(f"invalid request body: {details}")
+        exc = _body_problem(exc)
+    elif isinstance(exc, StarletteHTTPException):  # routing: unknown path, wrong method
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        body = {"error": {"code": code, "message": f"{request.method} {request.url.path}: {exc.detail}"}}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
     if not isinstance(exc, VoxError):
         logging.getLogger("voxserve.server").exception("unhandled error on %s", request.url.path)
     return _error_response(exc)
@@ -163,6 +183,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
     app.mount("/", StaticFiles(directory=Path(__file__).resolve().parent.parent / "web", html=True), name="playground")
     app.add_exception_handler(VoxError, _on_error)
     app.add_exception_handler(RequestValidationError, _on_error)
+    app.add_exception_handler(StarletteHTTPException, _on_error)
     app.add_exception_handler(Exception, _on_error)
     if settings.cors_origins:
         app.add_middleware(

@@ -215,21 +215,20 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     async def StreamingSynthesize(
         self, request_iterator: AsyncIterator[pb.StreamRequest], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.StreamResponse]:
-        async with self._state.admission.slot():
-            stream = dx.DuplexStream(self._state.service, "grpc", _peer_ip(context))
+        stream = dx.DuplexStream(self._state.service, "grpc", _peer_ip(context))  # a stream slot per utterance
 
-            async def read() -> None:
-                async for message in request_iterator:
-                    await stream.handle(_client_message(message))
-                await stream.end_input()
+        async def read() -> None:
+            async for message in request_iterator:
+                await stream.handle(_client_message(message))
+            await stream.end_input()
 
-            reader = asyncio.create_task(read())
-            try:
-                async for event in stream.events(watch=reader):
-                    yield _server_event(event)
-            finally:
-                reader.cancel()
-                await stream.aclose()
+        reader = asyncio.create_task(read())
+        try:
+            async for event in stream.events(watch=reader):
+                yield _server_event(event)
+        finally:
+            reader.cancel()
+            await stream.aclose()
 
     async def ListVoices(
         self, request: pb.ListVoicesRequest, context: grpc.aio.ServicerContext

@@ -14,9 +14,10 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.types import Receive, Scope, Send
 
+from voxserve.errors import InvalidInput
 from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
-from voxserve.server.service import SpeechRequest, Utterance
+from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance
 from voxserve.server.state import ServerState
 
 # OpenAI voice names map to the server's default voice unless a voice of that name exists.
@@ -24,6 +25,8 @@ OPENAI_VOICES = frozenset(
     {"alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse", "marin", "cedar"}
 )
 OPENAI_PCM_RATE = 24000  # OpenAI's raw pcm is 24 kHz s16le; keep that default for unchanged clients
+# OpenAI's model names speak with the requested (or default) voice; an engine name picks that engine
+OPENAI_MODELS = frozenset({"tts-1", "tts-1-hd", "gpt-4o-mini-tts"})
 
 
 class SpeechBody(BaseModel):
@@ -79,9 +82,7 @@ router = APIRouter()
 async def speech(body: SpeechBody, request: Request, principal: Principal = Depends(authorize)) -> Response:
     state = state_of(request)
     service = state.service
-    voice = body.voice
-    if voice in OPENAI_VOICES and voice not in {v.id for v in service.voices()}:
-        voice = None
+    voice = _voice_for_model(service, body.model, body.voice)
     rate = body.sample_rate
     if rate is None and body.response_format.lower() == "pcm":
         rate = OPENAI_PCM_RATE
@@ -101,21 +102,55 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
     with contextlib.ExitStack() as undo:
         undo.callback(state.admission.release)
         utterance = service.speak(req, "http", client_ip(request))
+        undo.callback(utterance.cancel)
+        # Wait for the first chunk before answering: what fails before any audio (text with nothing to
+        # speak, a speed the engine refuses) then gets its own status code instead of a cut-off 200.
+        chunks = utterance.chunks()
+        first = await anext(chunks, None)
         undo.pop_all()
     headers = {"X-Sample-Rate": str(utterance.sample_rate), "X-Voice": utterance.voice.id, "Cache-Control": "no-store"}
+    stream = _prepend(first, chunks)
     if body.stream_format == "sse":
-        return AudioStreamResponse(_sse(utterance), utterance, state, media_type="text/event-stream", headers=headers)
-    return AudioStreamResponse(_audio(utterance), utterance, state, media_type=utterance.content_type, headers=headers)
+        return AudioStreamResponse(
+            _sse(utterance, stream), utterance, state, media_type="text/event-stream", headers=headers
+        )
+    return AudioStreamResponse(_audio(stream), utterance, state, media_type=utterance.content_type, headers=headers)
 
 
-async def _audio(utterance: Utterance) -> AsyncIterator[bytes]:
-    async for chunk in utterance.chunks():
+def _voice_for_model(service: SpeechService, model: str, voice: str | None) -> str | None:
+    """The voice to speak with: ``model`` is an OpenAI model name or one of the server's engines."""
+    name = model.strip().lower()
+    engines = service.engines()
+    if name not in OPENAI_MODELS and name not in engines:
+        raise InvalidInput(f"unknown model {model!r}; use one of {', '.join(sorted(OPENAI_MODELS | set(engines)))}")
+    if voice in OPENAI_VOICES and voice not in {v.id for v in service.voices()}:
+        voice = None  # OpenAI's voice names speak with the default voice
+    if name in OPENAI_MODELS:
+        return voice
+    if voice is None:
+        default = service.voice(service.settings.default_voice)
+        return default.id if default.engine == name else next(v.id for v in service.voices() if v.engine == name)
+    if service.voice(voice).engine != name:
+        raise InvalidInput(f"voice {voice!r} is not a {name} voice; leave out 'model' or pick a {name} voice")
+    return voice
+
+
+async def _prepend(first: EncodedChunk | None, rest: AsyncIterator[EncodedChunk]) -> AsyncIterator[EncodedChunk]:
+    if first is None:
+        return
+    yield first
+    async for chunk in rest:
+        yield chunk
+
+
+async def _audio(chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
+    async for chunk in chunks:
         if chunk.audio:
             yield chunk.audio
 
 
-async def _sse(utterance: Utterance) -> AsyncIterator[bytes]:
-    async for chunk in utterance.chunks():
+async def _sse(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
+    async for chunk in chunks:
         event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk.audio).decode()}
         if utterance.request.word_timings:
             event["words"] = [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in chunk.words]

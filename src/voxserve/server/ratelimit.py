@@ -30,6 +30,21 @@ class TokenBuckets:
 
     def take(self, key: str, what: str = "requests") -> None:
         """Spend a token for ``key``; raise :class:`RateLimited` with a retry hint when none is left."""
+        bucket = self._refilled(key)
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return
+        wait = (1.0 - bucket.tokens) / self.per_second
+        raise RateLimited(f"too many {what}; retry in {wait:.1f} s", retry_after_s=wait)
+
+    def wait(self, key: str) -> float:
+        """Spend a token for ``key`` now, borrowing it when none is left: the seconds to wait before
+        acting, so that a caller who waits out each answer keeps to the rate."""
+        bucket = self._refilled(key)
+        bucket.tokens -= 1.0
+        return max(0.0, -bucket.tokens / self.per_second)
+
+    def _refilled(self, key: str) -> _Bucket:
         now = self._clock()
         self._sweep(now)
         bucket = self._buckets.get(key)
@@ -37,11 +52,7 @@ class TokenBuckets:
             bucket = self._buckets[key] = _Bucket(self.capacity, now)
         bucket.tokens = min(self.capacity, bucket.tokens + (now - bucket.stamp) * self.per_second)
         bucket.stamp = now
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
-            return
-        wait = (1.0 - bucket.tokens) / self.per_second
-        raise RateLimited(f"too many {what}; retry in {wait:.1f} s", retry_after_s=wait)
+        return bucket
 
     def _sweep(self, now: float) -> None:
         full_after = self.capacity / self.per_second

@@ -12,8 +12,10 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
-from voxserve.audio import Encoder, StreamingResampler, make_encoder, supported_formats
-from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice
+from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encoder, supported_formats
+from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
+from voxserve.engines.voices import parse_blend
+from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator, Principal
 from voxserve.server.lifecycle import Lifecycle
@@ -21,13 +23,13 @@ from voxserve.server.metrics import Metrics
 from voxserve.server.ratelimit import RateLimiter
 from voxserve.server.runtime_api import RuntimeLike, SessionLike
 from voxserve.settings import Settings
+from voxserve.text.languages import normalize_lang
+from voxserve.types import MAX_OUTPUT_RATE as MAX_RATE
+from voxserve.types import MIN_OUTPUT_RATE as MIN_RATE
 from voxserve.types import SynthesisParams, VoiceInfo, WordTiming
 
 access_log = logging.getLogger("voxserve.access")
 log = logging.getLogger("voxserve.server")
-
-MIN_SPEED, MAX_SPEED = 0.25, 4.0
-MIN_RATE, MAX_RATE = 8000, 48000
 
 
 @dataclass(frozen=True)
@@ -161,8 +163,9 @@ class Utterance:
 
     def _record(self, status: str) -> None:
         stats = self._session.stats
+        label = "blend" if self.voice.name == "blend" else self.voice.id  # keeps metric labels bounded
         self._service.metrics.observe_stream(
-            self.voice.engine, self.voice.id, self._transport, self._ttfa, stats.audio_s, stats.compute_s
+            self.voice.engine, label, self._transport, self._ttfa, stats.audio_s, stats.compute_s
         )
         line: dict[str, object] = {
             "event": "utterance",
@@ -215,10 +218,28 @@ class SpeechService:
         return list(self._voices.values())
 
     def voice(self, voice_id: str) -> VoiceInfo:
-        for voice in self.voices():
-            if voice.id == voice_id:
-                return voice
-        raise UnknownVoice(f"unknown voice {voice_id!r}; GET /v1/voices lists the available ones")
+        """The voice ``voice_id`` names: a listed voice, or a blend of Kokoro voices (``af_heart:0.7+af_bella:0.3``)."""
+        self.voices()
+        assert self._voices is not None
+        known = self._voices.get(voice_id)
+        if known is not None:
+            return known
+        if "+" not in voice_id and ":" not in voice_id:
+            raise UnknownVoice(f"unknown voice {voice_id!r}; GET /v1/voices lists the available ones")
+        try:
+            parts = parse_blend(voice_id)
+        except ValueError as exc:
+            raise UnknownVoice(f"bad voice blend {voice_id!r}: {exc}") from None
+        members = []
+        for name, _ in parts:
+            member = self._voices.get(name)
+            if member is None:
+                raise UnknownVoice(f"unknown voice {name!r} in blend {voice_id!r}; GET /v1/voices lists them")
+            members.append(member)
+        if any(member.engine != "kokoro" for member in members):
+            raise InvalidInput(f"only Kokoro voices can be blended; {voice_id!r} mixes in another engine's voice")
+        first = members[0]
+        return VoiceInfo(voice_id, first.engine, first.lang, first.gender, first.sample_rate, "blend")
 
     def engines(self) -> list[str]:
         return sorted({voice.engine for voice in self.voices()})
@@ -227,8 +248,12 @@ class SpeechService:
     def validate(self, request: SpeechRequest, *, needs_text: bool) -> SpeechRequest:
         """Fill defaults and check every option; raise :class:`InvalidInput` with what to fix."""
         self.lifecycle.require_ready()
-        voice = request.voice or self.settings.default_voice
-        self.voice(voice)
+        voice = (request.voice or self.settings.default_voice).strip()
+        info = self.voice(voice)
+        if request.lang is not None:
+            lang = normalize_lang(request.lang)
+            if info.engine == "piper" and not lang.startswith("en"):
+                raise UnsupportedLanguage(f"voice {voice!r} speaks English only; pick a Kokoro voice for {lang!r}")
         fmt = request.format.lower()
         if fmt not in supported_formats():
             raise InvalidInput(f"unsupported format {request.format!r}; use one of {', '.join(supported_formats())}")
@@ -245,14 +270,15 @@ class SpeechService:
             )
         return replace(request, voice=voice, format=fmt)
 
-    def open(self, request: SpeechRequest, transport: str, client: str = "") -> Utterance:
-        """Open a session for a validated request (the caller holds an admission slot)."""
+    def open(self, request: SpeechRequest, transport: str, client: str = "", *, pace: bool = True) -> Utterance:
+        """Open a session for a validated request (the caller holds an admission slot). ``pace``: text
+        still arrives and a listener plays along; else the audio is made as fast as it is taken."""
         assert request.voice is not None
         params = SynthesisParams(
             voice=request.voice, speed=request.speed, lang=request.lang, word_timings=request.word_timings
         )
         self.lifecycle.require_ready()  # also refuses new utterances on open connections while draining
-        session = self.runtime.open_session(params)
+        session = self.runtime.open_session(params, pace=pace)
         try:
             utterance = Utterance(self, session, request, self.voice(request.voice), transport, client)
         except BaseException:
@@ -265,15 +291,17 @@ class SpeechService:
         self._live.discard(utterance)
 
     def speak(self, request: SpeechRequest, transport: str, client: str = "") -> Utterance:
-        """Open a one-shot utterance with all its text already pushed."""
-        utterance = self.open(request, transport, client)
+        """Open a one-shot utterance with all its text already pushed. It is not paced: a client saving a
+        file gets it faster than real time, and one that plays along reads it as it plays (the bounded
+        queues hold the rest); its windows are due later than live streams', which come first."""
+        utterance = self.open(request, transport, client, pace=False)
         utterance.push_text(request.text)
         utterance.close()
         return utterance
 
     def output_rate(self, request: SpeechRequest) -> int:
         assert request.voice is not None
-        return request.sample_rate or self.voice(request.voice).sample_rate
+        return encoded_rate(request.format, request.sample_rate or self.voice(request.voice).sample_rate)
 
     def cancel_all(self) -> int:
         """Cancel every live utterance (end of the shutdown grace period)."""

@@ -28,11 +28,15 @@ def parse_message(raw: str) -> dx.ClientMessage:
     """One client text frame → a protocol message (unparsable frames become :class:`duplex.Invalid`)."""
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
         return dx.Invalid(InvalidInput("message is not valid JSON"))
     if not isinstance(data, dict):
         return dx.Invalid(InvalidInput("message must be a JSON object"))
     kind = data.get("type")
+    if not isinstance(kind, str):
+        return dx.Invalid(
+            InvalidInput("message needs a string field 'type' (config, text, flush, close, cancel, ping)")
+        )
     if kind == "text":
         text = data.get("text")
         if not isinstance(text, str):
@@ -46,12 +50,12 @@ def parse_message(raw: str) -> dx.ClientMessage:
                 speed=float(data.get("speed", 1.0)),
                 format=str(data.get("format", "pcm")),
                 sample_rate=_opt_int(data, "sample_rate"),
-                word_timings=bool(data.get("word_timings", False)),
+                word_timings=_opt_bool(data, "word_timings"),
             )
         except (TypeError, ValueError) as exc:
             return dx.Invalid(InvalidInput(f"bad config field: {exc}"))
         return dx.Config(request)
-    simple: dict[object, dx.ClientMessage] = {
+    simple: dict[str, dx.ClientMessage] = {
         "flush": dx.Flush(),
         "close": dx.Close(),
         "cancel": dx.Cancel(),
@@ -67,6 +71,13 @@ def _opt_str(data: dict[str, object], key: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise TypeError(f"{key} must be a string")
+
+
+def _opt_bool(data: dict[str, object], key: str) -> bool:
+    value = data.get(key, False)
+    if isinstance(value, bool):
+        return value
+    raise TypeError(f"{key} must be true or false")
 
 
 def _opt_int(data: dict[str, object], key: str) -> int | None:
@@ -154,19 +165,18 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             token = json.loads(raw).get("api_key")  # type: ignore[arg-type]
     service.authorize(token, client)
-    async with state.admission.slot():
-        stream = dx.DuplexStream(service, "ws", client)
-        try:
-            reader = asyncio.create_task(_read(websocket, stream, first, settings.max_ws_message_bytes))
-            writer = asyncio.create_task(_write(websocket, stream))
-            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-            for task in (reader, writer):
-                if task not in done:
-                    task.cancel()
-            for task in done:
-                task.result()
-        finally:
-            await stream.aclose()
+    stream = dx.DuplexStream(service, "ws", client)  # takes a stream slot per utterance, not per connection
+    try:
+        reader = asyncio.create_task(_read(websocket, stream, first, settings.max_ws_message_bytes))
+        writer = asyncio.create_task(_write(websocket, stream))
+        done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (reader, writer):
+            if task not in done:
+                task.cancel()
+        for task in done:
+            task.result()
+    finally:
+        await stream.aclose()
 
 
 async def _receive_text(websocket: WebSocket, limit: int) -> str | dx.Invalid:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
+from typing import Any
 
 import espeakng_loader
 from phonemizer.backend import EspeakBackend
@@ -22,6 +23,23 @@ from voxserve.types import PhonemeWord
 
 log = logging.getLogger(__name__)
 
+
+class _QuietLogger(logging.Logger):
+    """phonemizer's logger: its warnings ("words count mismatch", which word_phonemes handles) and its
+    info lines are routine here, so they are logged at debug level instead of reaching the user."""
+
+    def info(self, msg: object, *args: object, **kwargs: Any) -> None:
+        self.debug(msg, *args, **kwargs)
+
+    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
+        self.debug(msg, *args, **kwargs)
+
+
+# Built directly, not through logging.getLogger, so phonemizer's own get_logger() cannot reconfigure it;
+# its records still go through this module's logger (and so to whatever handlers the application set).
+_PHONEMIZER_LOG = _QuietLogger(f"{__name__}.phonemizer")
+_PHONEMIZER_LOG.parent = log
+
 PUNCTUATION = ';:,.!?¡¿—…"«»“”(){}[]'
 _WORD_SEP = "|"
 _DASHES = re.compile(r"\s*(—|–|…)\s*")
@@ -31,6 +49,36 @@ _CJK_PUNCT = str.maketrans(
         "「": " “", "」": "” ", "『": " “", "』": "” ", "《": " “", "》": "” ", "（": " (", "）": ") ",
     }
 )  # fmt: skip
+
+
+# phonemizer cuts its input at every "." and "," (to keep punctuation), so espeak never sees
+# "1.000.000" or "3,5" whole ("uno . cero cero cero", "tres, cinco"), and it reads a space-grouped
+# French "1 234" as two numbers. So, before espeak: thousands separators go, and a decimal comma
+# becomes the word the language reads it as.
+_DECIMAL_WORD = {"es": "coma", "it": "virgola", "pt-br": "vírgula", "fr": "virgule"}
+_GROUPING = {"es": ".", "it": ".", "pt-br": ".", "fr": " \u00a0\u202f"}  # space, no-break, narrow no-break
+_COMMA_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3}){2,}(?![\d]|[.,]\d)")  # "1,000,000": never a decimal
+_DECIMAL_COMMA = re.compile(r"(?<=\d),(?=\d)")
+
+
+def _grouped_number(separators: str) -> re.Pattern[str]:
+    # Groups of exactly three digits after a lead of one to three; not part of a longer run of digits
+    # and dots, so dates, versions and IP addresses ("1.2.2024", "192.168.1.1") are left alone.
+    seps = re.escape(separators)
+    return re.compile(rf"(?<![\d.,])\d{{1,3}}(?:[{seps}]\d{{3}})+(?!\d|\.\d)")
+
+
+_GROUPED = {lang: _grouped_number(separators) for lang, separators in _GROUPING.items()}
+
+
+def plain_numbers(text: str, lang: str) -> str:
+    """``text`` with numbers written the way espeak reads them in ``lang`` (unchanged for other languages)."""
+    word = _DECIMAL_WORD.get(lang)
+    if word is None:
+        return text
+    text = _GROUPED[lang].sub(lambda m: re.sub(r"\D", "", m.group()), text)
+    text = _COMMA_GROUPED.sub(lambda m: m.group().replace(",", ""), text)
+    return _DECIMAL_COMMA.sub(f" {word} ", text)
 
 
 def ascii_punctuation(text: str) -> str:
@@ -53,6 +101,7 @@ def make_backend(voice: str, *, tie: bool) -> EspeakBackend:
         tie="^" if tie else False,
         language_switch="remove-flags",
         words_mismatch="ignore",
+        logger=_PHONEMIZER_LOG,
     )
 
 
@@ -113,17 +162,29 @@ class EspeakG2P:
         return result[0] if result else ""
 
     def word_phonemes(self, words: list[str]) -> list[str]:
-        """Phonemes of each text word, in context when espeak keeps the word count, else word by word."""
+        """Phonemes of each text word, in context where possible.
+
+        espeak may read one text word as several ("2500" → "dos mil quinientos"). Then each word is also
+        read alone, only to learn how many espeak words it makes, and the in-context reading is grouped
+        by those counts; only if they do not add up are the stand-alone readings used (losing context).
+        """
         sep = Separator(phone="", word=_WORD_SEP, syllable="")
         joined = self._phonemize(" ".join(words), sep)
         parts = [p.strip() for p in joined.split(_WORD_SEP)]
         if len(parts) == len(words):
             return parts
-        no_sep = Separator(phone="", word=" ", syllable="")
-        return [self._phonemize(word, no_sep).strip() for word in words]
+        alone = [[p.strip() for p in self._phonemize(word, sep).split(_WORD_SEP)] for word in words]
+        if sum(len(pieces) for pieces in alone) == len(parts):
+            grouped: list[str] = []
+            for pieces in alone:
+                grouped.append(" ".join(parts[: len(pieces)]))
+                parts = parts[len(pieces) :]
+            return grouped
+        log.debug("espeak word count mismatch in %r; phonemizing word by word", " ".join(words))
+        return [" ".join(pieces) for pieces in alone]
 
     def __call__(self, text: str) -> list[PhonemeWord]:
-        words = _DASHES.sub(r" \1 ", ascii_punctuation(text)).split()
+        words = _DASHES.sub(r" \1 ", ascii_punctuation(plain_numbers(text, self.lang))).split()
         return self.phonemize_words(words, words)
 
     def phonemize_words(self, texts: list[str], spoken: list[str]) -> list[PhonemeWord]:

@@ -1,8 +1,8 @@
 """Sentence and clause segmentation, for whole texts and for text that arrives in fragments.
 
-Every decision depends only on the characters already received plus one character of
-lookahead, so feeding a text token by token gives the same segments as feeding it at once
-(:func:`split_text` is exactly ``push(text) + flush()``).
+Every decision depends only on the characters already received plus a little lookahead (one
+character, or the next whole word after an abbreviation), so feeding a text token by token gives
+the same segments as feeding it at once (:func:`split_text` is exactly ``push(text) + flush()``).
 """
 
 from __future__ import annotations
@@ -19,19 +19,35 @@ _SENT_CJK = "。！？．"
 _CLAUSE_ASCII = ",;:"
 _CLAUSE_ANY = "，、；：—"  # a boundary whatever follows (CJK text has no spaces; dashes often touch words)
 _CLOSERS = "\"'”’)]}」』》】）"
-# Words whose trailing period never ends a sentence.
+# Words whose trailing period never ends a sentence: titles (a name follows, "Dr. Smith") and
+# abbreviations that always introduce something ("e.g. Fuji", "Fig. 3", "vs. Smith").
 _ALWAYS_ABBREV = {
-    "mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "e.g", "i.e", "approx", "dept", "est", "fig", "vol",
-    "gen", "capt", "sgt", "rev", "ave", "blvd", "mt", "cf", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
+    "mr", "mrs", "ms", "dr", "prof", "gen", "capt", "sgt", "rev", "mt", "e.g", "i.e", "vs", "cf", "approx", "fig",
+    "vol",
+}  # fmt: skip
+# Abbreviations that are also a word of a name ("St. Louis", "U.S. Army", "King Jr. Day"): the period
+# ends a sentence only before a word that starts sentences but is never part of a name ("Main St. We").
+_NAME_ABBREV = {"st", "ave", "blvd", "jr", "sr"}
+# Abbreviations whose period ends a sentence whenever an upper-case letter follows ("5 p.m. We", "etc. Then").
+_MAYBE_ABBREV = {
+    "etc", "inc", "ltd", "co", "no", "corp", "dept", "est", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
     "sept", "oct", "nov", "dec",
 }  # fmt: skip
-# Words whose period ends a sentence only when an upper-case letter follows.
-_MAYBE_ABBREV = {"etc", "inc", "ltd", "co", "no", "corp"}
+# Capitalised words that begin sentences and are not names (checked after the words in _NAME_ABBREV).
+_STARTERS = {
+    "i", "we", "you", "he", "she", "it", "they", "the", "a", "an", "this", "that", "these", "those", "there", "then",
+    "but", "and", "so", "or", "if", "when", "what", "why", "how", "who", "where", "my", "our", "your", "his", "her",
+    "its", "their", "in", "on", "at", "after", "before", "now", "yes", "no", "please", "also", "however", "thanks",
+    "today", "tomorrow", "yesterday", "let", "let's", "i'm", "it's", "we're", "they're", "there's",
+}  # fmt: skip
+# Dotted abbreviations of one- or two-letter parts: "U.S", "a.m", "Ph.D", "M.Sc" (not "www.example.com").
+_DOTTED = re.compile(r"(?:[a-z]{1,2}\.)+[a-z]{1,2}", re.IGNORECASE)
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 _MARKUP_RE = MARKUP_RE
 _MARKUP_MAX = 420
 
-EventKind = Literal["sentence", "clause", "word"]
+# "number" is a word boundary right after a token with a digit: cut there only when nothing else fits.
+EventKind = Literal["sentence", "clause", "word", "number"]
 
 
 @dataclass(frozen=True)
@@ -81,28 +97,68 @@ def _markup_end(buf: str, start: int, final: bool) -> int | None:
     return None
 
 
-def _period_ends_sentence(buf: str, dot: int, after: int) -> bool | None:
+def _line_starts_at(buf: str, pos: int, line_start: bool) -> bool:
+    """Whether only spaces separate ``pos`` from the start of its line (``line_start``: buf[0] starts one)."""
+    while pos > 0 and buf[pos - 1] in " \t":
+        pos -= 1
+    return buf[pos - 1] == "\n" if pos > 0 else line_start
+
+
+def _next_word(buf: str, after: int, final: bool) -> str | None:
+    """The word after ``after`` (letters and apostrophes); None while it may still grow."""
+    rest = buf[after:].lstrip()
+    if not rest:
+        return None
+    end = 0
+    while end < len(rest) and (rest[end].isalpha() or rest[end] in "'’"):
+        end += 1
+    if end == len(rest) and not final:
+        return None
+    return rest[:end] if end else rest[0]
+
+
+def _period_ends_sentence(buf: str, dot: int, after: int, final: bool, line_start: bool) -> bool | None:
     """Whether the single '.' at ``dot`` ends a sentence; None when more text is needed to tell."""
     start = dot
     while start > 0 and not buf[start - 1].isspace():
         start -= 1
-    word = buf[start:dot].lstrip("\"'“‘([{").lower()
+    raw = buf[start:dot]
+    word = raw.lstrip("\"'“‘([{").lower()
+    if raw.isdigit() and len(raw) <= 3 and _line_starts_at(buf, start, line_start):
+        return False  # a list number ("1. First item") belongs to its line
     if word in _ALWAYS_ABBREV:
         return False
     if len(word) == 1 and word.isalpha() and buf[dot - 1].isupper():
         return False  # an initial: "J. K. Rowling"
-    if re.fullmatch(r"(?:[a-z]\.)+[a-z]", word):
-        return False  # "U.S.", "a.m."
-    if word in _MAYBE_ABBREV:
-        rest = buf[after:].lstrip()
-        if not rest:
+    dotted = bool(_DOTTED.fullmatch(word))
+    if word in _NAME_ABBREV or (dotted and any(c.isupper() for c in raw)):
+        # "St."/"U.S."/"Ph.D." followed by a capital is usually a name ("St. Louis", "U.S. Army").
+        following = _next_word(buf, after, final)
+        if following is None:
             return None
-        return rest[0].isupper()
+        return following[:1].isupper() and following.lower().replace("’", "'") in _STARTERS
+    if dotted or word in _MAYBE_ABBREV:
+        # "a.m.", "etc.": a capitalised word after it starts a new sentence ("at 5 p.m. We left").
+        rest = buf[after:].lstrip()
+        return rest[0].isupper() if rest else None
     return True
 
 
-def scan(buf: str, final: bool) -> list[_Event]:
-    """Cut points of ``buf`` in order, as far as they can be decided without more text."""
+def _has_digit_before(buf: str, pos: int) -> bool:
+    """Whether the token ending at ``pos`` contains a digit ("$5", "72", "3.5")."""
+    start = pos
+    while start > 0 and not buf[start - 1].isspace():
+        start -= 1
+        if buf[start].isdigit():
+            return True
+    return False
+
+
+def scan(buf: str, final: bool, line_start: bool = True) -> list[_Event]:
+    """Cut points of ``buf`` in order, as far as they can be decided without more text.
+
+    ``line_start`` says whether ``buf`` begins a line (a list number "2." is recognised there).
+    """
     events: list[_Event] = []
     n = len(buf)
     i = 0
@@ -121,7 +177,9 @@ def scan(buf: str, final: bool) -> list[_Event]:
             continue
         if ch.isspace():
             if i > 0 and not buf[i - 1].isspace():
-                events.append(_Event(i, "word"))
+                # After a number the next word may be its unit or scale ("$5 million", "72 °F", "5 km"),
+                # and the normalizer must see both together: such a boundary is a last resort only.
+                events.append(_Event(i, "number" if _has_digit_before(buf, i) else "word"))
             i += 1
             continue
         if ch in _SENT_ASCII or ch in _SENT_CJK:
@@ -135,7 +193,7 @@ def scan(buf: str, final: bool) -> list[_Event]:
             cjk = any(c in _SENT_CJK for c in buf[i:j])
             ends = cjk or j == n or buf[j].isspace()
             if ends and buf[i:j].rstrip(_CLOSERS) == "." and i > 0:
-                verdict = _period_ends_sentence(buf, i, j)
+                verdict = _period_ends_sentence(buf, i, j, final, line_start)
                 if verdict is None:
                     if not final:
                         return events
@@ -175,6 +233,7 @@ class IncrementalSegmenter:
         self._buf = ""
         self._pending = ""
         self._emitted = 0
+        self._line_start = True  # whether _buf begins a line
 
     def push(self, fragment: str) -> list[TextSegment]:
         """Add text; return the segments that are now complete."""
@@ -195,6 +254,7 @@ class IncrementalSegmenter:
             out.append(TextSegment(rest, "none"))
         self._buf = ""
         self._emitted = 0
+        self._line_start = True
         return out
 
     @property
@@ -218,15 +278,26 @@ class IncrementalSegmenter:
             self._emit(out, self._pending, "sentence")
             self._pending = ""
 
+    def _consume(self, pos: int) -> str:
+        """Drop ``_buf[:pos]`` and the blanks after it, noting whether what remains begins a line."""
+        rest = self._buf[pos:].lstrip()
+        consumed = self._buf[: len(self._buf) - len(rest)]
+        body = consumed.rstrip()
+        if body:
+            self._line_start = "\n" in consumed[len(body) :]
+        elif "\n" in consumed:
+            self._line_start = True  # blanks only: a newline among them still starts a line
+        self._buf = rest
+        return consumed
+
     def _take(self, pos: int) -> str:
-        piece, self._buf = self._buf[:pos], self._buf[pos:].lstrip()
-        return piece.strip()
+        return self._consume(pos)[:pos].strip()
 
     def _step(self, final: bool, out: list[TextSegment]) -> bool:
-        self._buf = self._buf.lstrip()
+        self._consume(0)
         if not self._buf:
             return False
-        events = scan(self._buf, final)
+        events = scan(self._buf, final, self._line_start)
         if self._emitted == 0 and not self._pending:
             return self._first_step(events, out)
         limit = self._limit()
@@ -261,7 +332,7 @@ class IncrementalSegmenter:
             if event.kind == "clause" and words >= need:
                 self._emit(out, self._take(event.pos), "clause")
                 return True
-            if event.kind == "word" and words >= 2 * need:
+            if event.kind == "word" and words >= 2 * need:  # never a "number" boundary: "$5 | million"
                 self._emit(out, self._take(event.pos), "none")
                 return True
             if len(self._buf[: event.pos].strip()) > self.max_segment_chars:
@@ -275,13 +346,12 @@ class IncrementalSegmenter:
         """Cut a piece of at most max_segment_chars: at the last clause, else the last word boundary."""
         limit = self.max_segment_chars
         fitting = [e for e in events if len(self._buf[: e.pos].strip()) <= limit and e.kind != "sentence"]
-        clauses = [e for e in fitting if e.kind == "clause"]
-        if clauses:
-            self._emit(out, self._take(clauses[-1].pos), "clause")
-        elif fitting:
-            self._emit(out, self._take(fitting[-1].pos), "none")
-        else:
-            self._emit(out, self._take(limit), "none")
+        for kind in ("clause", "word", "number"):
+            candidates = [e for e in fitting if e.kind == kind]
+            if candidates:
+                self._emit(out, self._take(candidates[-1].pos), "clause" if kind == "clause" else "none")
+                return
+        self._emit(out, self._take(limit), "none")
 
 
 def split_text(text: str, first_segment_words: int = 6, max_segment_chars: int = 400) -> list[TextSegment]:

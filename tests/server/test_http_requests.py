@@ -1,0 +1,79 @@
+"""What ``POST /v1/audio/speech`` refuses before it answers, and the voices and models it takes.
+
+Real server, real Piper and Kokoro synthesis, ``httpx`` and the official ``openai`` client."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import openai
+import pytest
+
+from .audio_util import pcm_rms
+from .support import KOKORO, PIPER, SHORT, RunningServer
+
+
+def speech(server: RunningServer, **body: object) -> httpx.Response:
+    return httpx.post(server.base + "/v1/audio/speech", json={"input": SHORT, **body}, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"voice": PIPER, "speed": 0.25}, "invalid_request"),  # OpenAI's range is wider than the models'
+        ({"voice": KOKORO, "speed": 4.0}, "invalid_request"),
+        ({"voice": KOKORO, "input": "😀🎉👍"}, "invalid_request"),  # nothing speakable
+        ({"voice": PIPER, "input": "...!?"}, "invalid_request"),
+        ({"voice": KOKORO, "input": "今天天气很好"}, "invalid_request"),  # Mandarin for an English voice
+        ({"voice": KOKORO, "model": "gpt-9000"}, "invalid_request"),
+        ({"voice": KOKORO, "model": "piper"}, "invalid_request"),  # a Kokoro voice for the Piper model
+        ({"voice": "af_heart:0.5+nobody:0.5"}, "unknown_voice"),
+        ({"voice": f"{KOKORO}+{PIPER}"}, "invalid_request"),  # only Kokoro voices blend
+    ],
+)
+def test_refused_before_any_audio(server: RunningServer, body: dict[str, object], code: str) -> None:
+    """A request that can't be spoken gets a 4xx and a readable error, never a 200 cut off mid-body."""
+    response = speech(server, response_format="wav", **body)
+    assert response.status_code == 400, (response.status_code, response.content[:80])
+    error = response.json()["error"]
+    assert error["message"]
+    assert error["code"] == code
+
+
+def test_blends_and_engine_models(server: RunningServer) -> None:
+    blend = speech(server, voice=f"{KOKORO}:0.7+af_bella:0.3", response_format="pcm")
+    assert blend.status_code == 200 and pcm_rms(blend.content) > 0.01
+    assert blend.headers["x-voice"] == f"{KOKORO}:0.7+af_bella:0.3"
+    piper = speech(server, model="piper", response_format="pcm")  # no voice: the engine's voice
+    assert piper.status_code == 200 and piper.headers["x-voice"] == PIPER
+    client = openai.OpenAI(base_url=server.base + "/v1", api_key="unused", max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="speed"):
+        client.audio.speech.create(model="tts-1", voice="alloy", input="Too fast.", speed=4.0)
+    assert server.metric("voxserve_active_streams") == 0.0
+
+
+def test_unusable_bodies_and_paths_get_the_error_envelope(server: RunningServer) -> None:
+    url = server.base + "/v1/audio/speech"
+    broken = httpx.post(url, content=b'{"input": "Hi",', headers={"Content-Type": "application/json"})
+    assert broken.status_code == 400 and "not valid JSON" in broken.json()["error"]["message"]
+    plain = httpx.post(url, content=b"Hello there", headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 400 and "application/json" in plain.json()["error"]["message"]
+    empty = httpx.post(url)
+    assert empty.status_code == 400 and "missing" in empty.json()["error"]["message"]
+    unknown = httpx.get(server.base + "/v1/no-such-thing")
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+    wrong = httpx.delete(server.base + "/v1/models")
+    assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_a_whole_text_is_not_held_to_real_time(server: RunningServer) -> None:
+    """The text is all there: the reply comes as fast as it is made, not at playback speed (a client
+    saving a file should not wait the length of the speech)."""
+    text = " ".join(["This sentence makes the reply long enough to tell the two apart."] * 6)
+    start = time.perf_counter()
+    response = speech(server, voice=PIPER, input=text, response_format="pcm", sample_rate=22050)
+    wall = time.perf_counter() - start
+    audio_s = len(response.content) / 2 / 22050
+    assert response.status_code == 200 and audio_s > 20
+    assert wall < audio_s / 2, (wall, audio_s)

@@ -1,0 +1,124 @@
+"""WebSocket utterances one after another: what a voice agent's connection needs between its turns.
+
+Real server, real Piper synthesis, the real ``websockets`` client (see test_ws.py for the basics)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from websockets.sync.client import connect
+
+from .audio_util import pcm_rms
+from .support import KOKORO, PIPER, RunningServer
+from .test_ws import recv_json, send, utterance
+
+
+def test_an_utterance_with_nothing_to_speak_fails_alone(server: RunningServer) -> None:
+    """Its error and done come in order; the utterances around it are spoken, the connection lives."""
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=PIPER, format="pcm")
+        assert recv_json(ws)["type"] == "ready"
+        for text in ("Hello there.", "... 😊 !", "This third one is still spoken."):
+            send(ws, type="text", text=text)
+            send(ws, type="close")
+        _, first, done0 = utterance(ws)
+        assert done0["utterance"] == 0 and pcm_rms(first) > 0.01
+        error = recv_json(ws)
+        assert error["type"] == "error" and error["code"] == "invalid_request" and "speak" in error["message"]
+        done1 = recv_json(ws)
+        assert done1["type"] == "done" and done1["utterance"] == 1 and done1["audio_s"] == 0
+        _, third, done2 = utterance(ws)
+        assert done2["utterance"] == 2 and not done2["cancelled"] and pcm_rms(third) > 0.01
+
+
+def test_close_and_cancel_with_nothing_open_are_answered(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="close")
+        assert recv_json(ws)["type"] == "ready"  # the default config, taken implicitly
+        done = recv_json(ws)
+        assert done["type"] == "done" and done["utterance"] == 0 and done["chunks"] == 0
+        send(ws, type="cancel")
+        done = recv_json(ws)
+        assert done["type"] == "done" and done["utterance"] == 1 and done["cancelled"] is True
+
+
+def test_idle_connections_hold_no_stream_slot(make_server: object) -> None:
+    """With one stream slot, a connection waiting between turns does not keep another caller out."""
+    small = make_server(max_streams=1, max_queue=0)  # type: ignore[operator]
+    with connect(small.ws) as idle, connect(small.ws) as talker:
+        send(idle, type="config", voice=PIPER)
+        assert recv_json(idle)["type"] == "ready"
+        send(idle, type="text", text="Spoken first.")
+        send(idle, type="close")
+        utterance(idle)
+        assert small.metric("voxserve_active_streams") == 0.0
+        send(talker, type="text", text="Now it is my turn.")
+        send(talker, type="close")
+        assert recv_json(talker)["type"] == "ready"
+        _, audio, done = utterance(talker)
+        assert not done["cancelled"] and pcm_rms(audio) > 0.01
+
+
+def test_queued_utterances_wait_for_their_turn(server: RunningServer) -> None:
+    """Text queued behind a playing utterance is not synthesized alongside it: one session at a time."""
+    live: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            live.append(len(server.state.service._live))
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with connect(server.ws) as ws:
+            send(ws, type="config", voice=PIPER, format="pcm")
+            recv_json(ws)
+            for text in ("The first reply is a sentence or two long.", "Then a second.", "And a third."):
+                send(ws, type="text", text=text)
+                send(ws, type="close")
+            numbers = [utterance(ws)[2]["utterance"] for _ in range(3)]
+    finally:
+        stop.set()
+        watcher.join()
+    assert numbers == [0, 1, 2]
+    assert max(live) == 1, max(live)
+
+
+def test_refused_config_does_not_fall_back_to_another_voice(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice="nobody")
+        assert recv_json(ws)["code"] == "unknown_voice"
+        send(ws, type="text", text="Which voice is this?")
+        error = recv_json(ws)
+        assert error["code"] == "invalid_request" and "config was refused" in error["message"]
+        send(ws, type="config", voice=PIPER, lang="xx")
+        assert recv_json(ws)["code"] == "unsupported_language"  # checked with the config, not at the text
+        send(ws, type="config", voice=f"{KOKORO}:0.5+af_bella:0.5", format="pcm")  # a blend
+        assert recv_json(ws)["type"] == "ready"
+        send(ws, type="text", text="Now it speaks.")
+        send(ws, type="close")
+        _, audio, done = utterance(ws, timeout=60)
+        assert not done["cancelled"] and pcm_rms(audio) > 0.01
+
+
+def test_ready_announces_the_rate_the_audio_has(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=PIPER, format="mulaw", sample_rate=24000)
+        assert recv_json(ws)["sample_rate"] == 8000  # μ-law is always 8 kHz
+        send(ws, type="config", voice=PIPER, format="opus", sample_rate=44100)
+        assert recv_json(ws)["sample_rate"] == 48000  # Opus has no 44.1 kHz
+
+
+def test_malformed_messages_are_refused_and_the_connection_lives(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        for bad in ({"type": ["text"]}, {"type": {}}, {"type": None}, {"type": "config", "word_timings": "no"}):
+            ws.send(json.dumps(bad))
+            assert recv_json(ws)["code"] == "invalid_request", bad
+        ws.send("[" * 30_000 + "]" * 30_000)  # nested deeper than the JSON parser goes, within the size limit
+        assert recv_json(ws)["code"] == "invalid_request"
+        send(ws, type="ping")
+        assert recv_json(ws) == {"type": "pong"}
