@@ -261,3 +261,17 @@ async def test_word_timings_follow_the_audio(runtime, transcribe, voice: str) ->
     assert len(diffs) >= len(words) // 2
     print(f"{voice}: median |word start - Whisper's| = {statistics.median(diffs) * 1000:.0f} ms")
     assert statistics.median(diffs) < 0.15
+
+
+async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime) -> None:  # type: ignore[no-untyped-def]
+    """A long first sentence without commas is cut between words for fast first audio; the model ends
+    that piece as if the sentence ended (~0.3 s of silence), which must not reach the listener."""
+    text = (
+        "I found three flights to Berlin tomorrow morning and the cheapest one leaves at seven fifteen "
+        "from gate twelve."
+    )
+    chunks, session = await collect(runtime, "af_heart", text)
+    audio = audio_of(chunks)
+    (join,) = session.join_positions  # type: ignore[attr-defined]
+    around = audio[join - int(0.4 * 24000) : join + int(0.4 * 24000)]  # the model's own pauses elsewhere stay
+    assert longest_silence_s(around, 24000) < 0.12  # was 0.33 s

@@ -338,7 +338,9 @@ class SynthesisSession:
                     trim_end=piece.last,
                     pause_after_ms=self._pause_after(piece, boundary) if piece.last else 0.0,
                     lead_in=piece.lead_in if piece.first else None,
-                    tail=piece.tail if piece.last else None,
+                    # a cut inside a phrase (no pause wanted): the model still ends the piece as if the
+                    # sentence ended, with up to ~0.3 s of silence before its padding; cut all of it
+                    tail=piece.tail if piece.last and self._pause_ms.get(boundary, 0.0) > 0 else None,
                 )
                 audio = self._loudness.process(joined.audio)
                 if piece.first and joined.span.out_start > 0:
