@@ -122,3 +122,18 @@ def test_malformed_messages_are_refused_and_the_connection_lives(server: Running
         assert recv_json(ws)["code"] == "invalid_request"
         send(ws, type="ping")
         assert recv_json(ws) == {"type": "pong"}
+
+
+def test_chunk_times_count_the_samples_sent_at_any_rate(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=PIPER, format="pcm", sample_rate=16000)  # Piper makes 22.05 kHz
+        assert recv_json(ws)["sample_rate"] == 16000
+        send(ws, type="text", text="Resampled audio must still add up, chunk by chunk.")
+        send(ws, type="close")
+        chunks, audio, done = utterance(ws)
+    position = 0.0
+    for chunk in chunks:
+        assert abs(chunk["offset_s"] - position) < 1e-3
+        assert abs(chunk["bytes"] / 2 / 16000 - chunk["duration_s"]) < 1e-3, chunk
+        position += chunk["duration_s"]
+    assert abs(len(audio) / 2 / 16000 - done["audio_s"]) < 1e-3

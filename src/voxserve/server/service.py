@@ -12,6 +12,8 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encoder, supported_formats
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.voices import parse_blend
@@ -117,7 +119,7 @@ class Utterance:
         self._session.cancel()
 
     async def chunks(self) -> AsyncIterator[EncodedChunk]:
-        session_rate = self._session.sample_rate
+        rate = self._resampler.to_rate if self._resampler is not None else self._session.sample_rate
         status = "ok"
         try:
             async for chunk in self._session:
@@ -128,16 +130,18 @@ class Utterance:
                 samples = chunk.samples if self._resampler is None else self._resampler.process(chunk.samples)
                 data = self.encoder.encode(samples)
                 words = chunk.words if self.request.word_timings else ()
+                # offsets and durations count the samples sent (a resampler holds a few back at first)
+                offset, duration = self._audio_s, len(samples) / rate
                 self._chunks += 1
-                self._audio_s += chunk.duration_s
-                yield EncodedChunk(chunk.index, chunk.offset / session_rate, chunk.duration_s, data, words, False)
-            tail = b""
-            if self._resampler is not None:
-                tail += self.encoder.encode(self._resampler.flush())
-            tail += self.encoder.finish()
+                self._audio_s += duration
+                yield EncodedChunk(chunk.index, offset, duration, data, words, False)
+            held = self._resampler.flush() if self._resampler is not None else np.zeros(0, np.float32)
+            tail = self.encoder.encode(held) + self.encoder.finish()
             self.finished = True
             if tail:
-                yield EncodedChunk(self._chunks, self._audio_s, 0.0, tail, (), True)
+                offset, duration = self._audio_s, len(held) / rate
+                self._audio_s += duration
+                yield EncodedChunk(self._chunks, offset, duration, tail, (), True)
         except Exception as exc:
             if not self.cancelled:
                 status = "failed"
