@@ -4,11 +4,14 @@ Real server, real Piper and Kokoro synthesis, ``httpx`` and the official ``opena
 
 from __future__ import annotations
 
+import io
 import time
 
 import httpx
+import numpy as np
 import openai
 import pytest
+import soundfile
 
 from .audio_util import pcm_rms
 from .support import KOKORO, PIPER, SHORT, RunningServer
@@ -77,3 +80,10 @@ def test_a_whole_text_is_not_held_to_real_time(server: RunningServer) -> None:
     audio_s = len(response.content) / 2 / 22050
     assert response.status_code == 200 and audio_s > 20
     assert wall < audio_s / 2, (wall, audio_s)
+
+
+def test_flac_downloads_are_whole_files_that_soundfile_reads(server: RunningServer) -> None:
+    response = speech(server, voice=PIPER, response_format="flac")
+    assert response.status_code == 200
+    audio, rate = soundfile.read(io.BytesIO(response.content))  # a streamed header ("length unknown") fails here
+    assert rate == 22050 and 1.5 < len(audio) / rate < 4.5 and float(np.sqrt(np.mean(audio**2))) > 0.01

@@ -2,11 +2,14 @@
 
 The muxer writes into an in-memory sink with ``flush_packets`` on, so encoded bytes come out as
 soon as the codec has whole frames; the sink is not seekable, so muxers never rewrite headers
-that were already sent.
+that were already sent. A ``whole`` encoder instead keeps everything until ``finish`` and lets the
+muxer rewrite its header: a streamed FLAC file says its length is unknown, which some readers
+(libsndfile, hence ``soundfile``) refuse.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 
 import av
@@ -104,14 +107,15 @@ class _Sink:
 class AvEncoder:
     """One output stream of ``fmt``; feed float32 mono at ``input_rate``."""
 
-    def __init__(self, fmt: AvFormat, input_rate: int, bit_rate: int | None = None) -> None:
+    def __init__(self, fmt: AvFormat, input_rate: int, bit_rate: int | None = None, *, whole: bool = False) -> None:
         self.format = fmt.name
         self.content_type = fmt.content_type
         self.sample_rate = encoder_rate(fmt, input_rate)
         self._fmt = fmt
         self._resampler = StreamingResampler(input_rate, self.sample_rate) if self.sample_rate != input_rate else None
-        self._sink = _Sink()
-        self._container = av.open(self._sink, mode="w", format=fmt.container, options=dict(fmt.container_options))
+        self._sink: _Sink | io.BytesIO = io.BytesIO() if whole else _Sink()
+        options = {k: v for k, v in fmt.container_options.items() if not (whole and k == "flush_packets")}
+        self._container = av.open(self._sink, mode="w", format=fmt.container, options=options)
         stream = self._container.add_stream(fmt.codec, rate=self.sample_rate)
         assert isinstance(stream, av.audio.stream.AudioStream)
         self._stream: av.audio.stream.AudioStream = stream
@@ -130,7 +134,7 @@ class AvEncoder:
         if self._resampler is not None:
             x = self._resampler.process(x)
         self._write(x)
-        return self._sink.take()
+        return self._sink.take() if isinstance(self._sink, _Sink) else b""
 
     def finish(self) -> bytes:
         if self._closed:
@@ -141,7 +145,7 @@ class AvEncoder:
             self._container.mux(packet)
         self._container.close()
         self._closed = True
-        return self._sink.take()
+        return self._sink.take() if isinstance(self._sink, _Sink) else self._sink.getvalue()
 
     def _write(self, x: FloatAudio) -> None:
         if len(x) == 0:

@@ -99,8 +99,9 @@ def __getattr__(name: str) -> tuple[str, ...]:
     raise AttributeError(name)
 
 
-def make_encoder(fmt: str, sample_rate: int, *, bit_rate: int | None = None) -> Encoder:
-    """A new streaming encoder for ``fmt`` fed with mono float32 at ``sample_rate``."""
+def make_encoder(fmt: str, sample_rate: int, *, bit_rate: int | None = None, whole: bool = False) -> Encoder:
+    """A new streaming encoder for ``fmt`` fed with mono float32 at ``sample_rate``. ``whole``: a
+    compressed format gives all its bytes at ``finish``, as one file with a complete header."""
     name = fmt.strip().lower()
     formats = supported_formats()
     if name not in formats:
@@ -113,7 +114,7 @@ def make_encoder(fmt: str, sample_rate: int, *, bit_rate: int | None = None) -> 
         return WavStreamEncoder(sample_rate)
     if name == "mulaw":
         return MulawEncoder(sample_rate)
-    return AvEncoder(AV_FORMATS[name], sample_rate, bit_rate)
+    return AvEncoder(AV_FORMATS[name], sample_rate, bit_rate, whole=whole)
 
 
 def encoded_rate(fmt: str, sample_rate: int) -> int:

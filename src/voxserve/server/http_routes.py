@@ -95,6 +95,9 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
             format=body.response_format,
             sample_rate=rate,
             word_timings=body.timestamps,
+            # a streamed FLAC header can't hold the length, and libsndfile (soundfile) refuses such files:
+            # FLAC downloads come whole, once made (faster than real time: the text is all there)
+            whole_file=body.response_format.lower() == "flac" and body.stream_format == "audio",
         ),
         needs_text=True,
     )

@@ -45,6 +45,7 @@ class SpeechRequest:
     format: str = "pcm"
     sample_rate: int | None = None
     word_timings: bool = False
+    whole_file: bool = False  # a compressed format sent as one complete file at the end (HTTP FLAC)
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class Utterance:
         self.request = request
         self.voice = voice
         rate = request.sample_rate or session.sample_rate
-        self.encoder: Encoder = make_encoder(request.format, rate)
+        self.encoder: Encoder = make_encoder(request.format, rate, whole=request.whole_file)
         self.sample_rate = self.encoder.sample_rate
         self.content_type = self.encoder.content_type
         self._service = service
