@@ -87,3 +87,12 @@ def test_flac_downloads_are_whole_files_that_soundfile_reads(server: RunningServ
     assert response.status_code == 200
     audio, rate = soundfile.read(io.BytesIO(response.content))  # a streamed header ("length unknown") fails here
     assert rate == 22050 and 1.5 < len(audio) / rate < 4.5 and float(np.sqrt(np.mean(audio**2))) > 0.01
+
+
+def test_voice_ids_are_found_whatever_their_case_and_timestamps_need_sse(server: RunningServer) -> None:
+    loud = speech(server, voice=" AF_HEART ", response_format="pcm")
+    assert loud.status_code == 200 and loud.headers["x-voice"] == KOKORO
+    blend = speech(server, voice="AF_Heart+af_bella", response_format="pcm")
+    assert blend.status_code == 200 and blend.headers["x-voice"] == f"{KOKORO}:0.5+af_bella:0.5"
+    refused = speech(server, voice=PIPER, timestamps=True)  # would be silently dropped in a plain audio stream
+    assert refused.status_code == 400 and "stream_format" in refused.json()["error"]["message"]

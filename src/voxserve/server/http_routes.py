@@ -83,6 +83,8 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
     state = state_of(request)
     service = state.service
     voice = _voice_for_model(service, body.model, body.voice)
+    if body.timestamps and body.stream_format != "sse":
+        raise InvalidInput('word timestamps come in SSE events: add "stream_format": "sse"')
     rate = body.sample_rate
     if rate is None and body.response_format.lower() == "pcm":
         rate = OPENAI_PCM_RATE

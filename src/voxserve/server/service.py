@@ -226,7 +226,7 @@ class SpeechService:
         """The voice ``voice_id`` names: a listed voice, or a blend of Kokoro voices (``af_heart:0.7+af_bella:0.3``)."""
         self.voices()
         assert self._voices is not None
-        known = self._voices.get(voice_id)
+        known = self._voices.get(voice_id) or self._folded().get(voice_id.lower())
         if known is not None:
             return known
         if "+" not in voice_id and ":" not in voice_id:
@@ -237,14 +237,19 @@ class SpeechService:
             raise UnknownVoice(f"bad voice blend {voice_id!r}: {exc}") from None
         members = []
         for name, _ in parts:
-            member = self._voices.get(name)
+            member = self._voices.get(name) or self._folded().get(name.lower())
             if member is None:
                 raise UnknownVoice(f"unknown voice {name!r} in blend {voice_id!r}; GET /v1/voices lists them")
             members.append(member)
         if any(member.engine != "kokoro" for member in members):
             raise InvalidInput(f"only Kokoro voices can be blended; {voice_id!r} mixes in another engine's voice")
         first = members[0]
-        return VoiceInfo(voice_id, first.engine, first.lang, first.gender, first.sample_rate, "blend")
+        canonical = "+".join(f"{member.id}:{weight:g}" for member, (_, weight) in zip(members, parts, strict=True))
+        return VoiceInfo(canonical, first.engine, first.lang, first.gender, first.sample_rate, "blend")
+
+    def _folded(self) -> dict[str, VoiceInfo]:
+        """Voices by lower-case id, so "AF_HEART" finds af_heart."""
+        return {voice.id.lower(): voice for voice in self.voices()}
 
     def engines(self) -> list[str]:
         return sorted({voice.engine for voice in self.voices()})
@@ -273,7 +278,7 @@ class SpeechService:
             raise InputTooLarge(
                 f"input is {len(request.text)} characters; the limit is {self.settings.max_input_chars}"
             )
-        return replace(request, voice=voice, format=fmt)
+        return replace(request, voice=info.id, format=fmt)  # the id as listed ("AF_HEART" → af_heart)
 
     def open(self, request: SpeechRequest, transport: str, client: str = "", *, pace: bool = True) -> Utterance:
         """Open a session for a validated request (the caller holds an admission slot). ``pace``: text

@@ -350,7 +350,7 @@ class SynthesisSession:
                     rate = self.sample_rate
                     origin = joined.span.out_start - joined.span.in_start + lead  # stream position of phoneme 0
                     self._words.extend(
-                        WordTiming(word, (origin + a) / rate, (origin + b) / rate)
+                        WordTiming(word, round((origin + a) / rate, 3), round((origin + b) / rate, 3))  # to the ms
                         for word, a, b in word_spans(segment, piece.phoneme_durations)
                     )
                 await self._emit(audio)
