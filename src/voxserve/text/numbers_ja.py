@@ -12,7 +12,18 @@ import re
 _DIGITS = ("ぜろ", "いち", "に", "さん", "よん", "ご", "ろく", "なな", "はち", "きゅう")
 # Readings of 1–9 before 十, 百 and 千 ("" where the unit alone is said: 十, 百, 千 not いちじゅう).
 _BEFORE_TEN = ("", "", "に", "さん", "よん", "ご", "ろく", "なな", "はち", "きゅう")
-_HUNDREDS = ("", "ひゃく", "にひゃく", "さんびゃく", "よんひゃく", "ごひゃく", "ろっぴゃく", "ななひゃく", "はっぴゃく", "きゅうひゃく")
+_HUNDREDS = (
+    "",
+    "ひゃく",
+    "にひゃく",
+    "さんびゃく",
+    "よんひゃく",
+    "ごひゃく",
+    "ろっぴゃく",
+    "ななひゃく",
+    "はっぴゃく",
+    "きゅうひゃく",
+)
 _THOUSANDS = ("", "せん", "にせん", "さんぜん", "よんせん", "ごせん", "ろくせん", "ななせん", "はっせん", "きゅうせん")
 # Myriad units: Japanese groups digits by four (万 = 10^4, 億 = 10^8, 兆 = 10^12).
 _MYRIADS = ("", "まん", "おく", "ちょう")
@@ -29,8 +40,8 @@ def _below_myriad(n: int, unit: str) -> str:
     out = head + _HUNDREDS[hundreds] + (_BEFORE_TEN[tens] + "じゅう" if tens else "")
     if ones:
         out += _DIGITS[ones]
-    if unit == "ちょう" and out.endswith(("いち", "はち", "じゅう")):
-        out = out[:-1] + "っ" if not out.endswith("じゅう") else out[:-2] + "っ"  # いっちょう, はっちょう, じゅっちょう
+    if unit == "ちょう":
+        out = _geminate(out, ("いち", "はち", "じゅう"))  # いっちょう, はっちょう, じゅっちょう
     return out + unit
 
 
@@ -48,11 +59,14 @@ def int_kana(n: int) -> str:
     return "".join(reversed(groups))
 
 
-def _geminate(reading: str) -> str:
-    """The number's last sound shortened before a てん/か-/さ-/ぱ- sound: いち → いっ, じゅう → じゅっ."""
-    for tail, short in (("いち", "いっ"), ("ろく", "ろっ"), ("はち", "はっ"), ("じゅう", "じゅっ"), ("ひゃく", "ひゃっ")):
+_SHORT = {"いち": "いっ", "ろく": "ろっ", "はち": "はっ", "じゅう": "じゅっ", "ひゃく": "ひゃっ"}
+
+
+def _geminate(reading: str, tails: tuple[str, ...]) -> str:
+    """The number's last syllable cut short (いち → いっ) when it ends with one of ``tails``."""
+    for tail in tails:
         if reading.endswith(tail):
-            return reading[: -len(tail)] + short
+            return reading[: -len(tail)] + _SHORT[tail]
     return reading
 
 
@@ -63,14 +77,21 @@ def number_kana(text: str) -> str:
     if not fraction:
         return reading
     # 0.5 れいてんご; 1.5 いってんご; decimals are read digit by digit.
-    head = "れい" if int(whole) == 0 else _geminate(reading)
+    head = "れい" if int(whole) == 0 else _geminate(reading, ("いち", "はち", "じゅう"))
     return head + "てん" + "".join(_DIGITS[int(d)] for d in fraction)
 
 
 # Counter → (plain reading, {last sound of the number: number + counter with its sound change}).
 # Keys are the number reading's ending; the longest matching key wins.
-_P = {"いち": "いっぷ", "さん": "さんぷ", "よん": "よんぷ", "ろく": "ろっぷ", "はち": "はっぷ", "じゅう": "じゅっぷ", "ひゃく": "ひゃっぷ"}
-_K = {"いち": "いっ", "ろく": "ろっ", "はち": "はっ", "じゅう": "じゅっ", "ひゃく": "ひゃっ"}
+_P = {
+    "いち": "いっぷ",
+    "さん": "さんぷ",
+    "よん": "よんぷ",
+    "ろく": "ろっぷ",
+    "はち": "はっぷ",
+    "じゅう": "じゅっぷ",
+    "ひゃく": "ひゃっぷ",
+}
 _COUNTERS: dict[str, tuple[str, dict[str, str]]] = {
     "時間": ("じかん", {"よん": "よじかん", "きゅう": "くじかん"}),
     "時": ("じ", {"よん": "よじ", "なな": "しちじ", "きゅう": "くじ"}),
@@ -79,14 +100,23 @@ _COUNTERS: dict[str, tuple[str, dict[str, str]]] = {
     "円": ("えん", {"よん": "よえん"}),
     "年": ("ねん", {"よん": "よねん"}),
     "月": ("がつ", {"よん": "しがつ", "なな": "しちがつ", "きゅう": "くがつ"}),
-    "回": ("かい", {k: v + "かい" for k, v in _K.items()}),
-    "階": ("かい", {**{k: v + "かい" for k, v in _K.items()}, "さん": "さんがい"}),
-    "個": ("こ", {k: v + "こ" for k, v in _K.items()}),
+    "回": ("かい", {k: v + "かい" for k, v in _SHORT.items()}),
+    "階": ("かい", {**{k: v + "かい" for k, v in _SHORT.items()}, "さん": "さんがい"}),
+    "個": ("こ", {k: v + "こ" for k, v in _SHORT.items()}),
     "歳": ("さい", {"いち": "いっさい", "はち": "はっさい", "じゅう": "じゅっさい"}),
     "才": ("さい", {"いち": "いっさい", "はち": "はっさい", "じゅう": "じゅっさい"}),
-    "本": ("ほん", {**{k: v.replace("ぷ", "ぽ") + "ん" for k, v in _P.items()}, "さん": "さんぼん", "よん": "よんほん"}),
-    "杯": ("はい", {**{k: v.replace("ぷ", "ぱ") + "い" for k, v in _P.items()}, "さん": "さんばい", "よん": "よんはい"}),
-    "匹": ("ひき", {**{k: v.replace("ぷ", "ぴ") + "き" for k, v in _P.items()}, "さん": "さんびき", "よん": "よんひき"}),
+    "本": (
+        "ほん",
+        {**{k: v.replace("ぷ", "ぽ") + "ん" for k, v in _P.items()}, "さん": "さんぼん", "よん": "よんほん"},
+    ),
+    "杯": (
+        "はい",
+        {**{k: v.replace("ぷ", "ぱ") + "い" for k, v in _P.items()}, "さん": "さんばい", "よん": "よんはい"},
+    ),
+    "匹": (
+        "ひき",
+        {**{k: v.replace("ぷ", "ぴ") + "き" for k, v in _P.items()}, "さん": "さんびき", "よん": "よんひき"},
+    ),
     "枚": ("まい", {}),
     "人": ("にん", {"よん": "よにん"}),
     "日": ("にち", {}),
@@ -106,8 +136,8 @@ _NUM = r"[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+"
 _COUNTER_ALT = "|".join(sorted(_COUNTERS, key=len, reverse=True))
 # A number (maybe with 万/億/兆 parts, as in 1億2000万) and maybe a counter. 分の is a fraction (3分の1).
 NUMBER_RE = re.compile(
-    rf"(?P<number>(?:(?:{_NUM})[兆億万])*(?:{_NUM})(?:\.[0-9]+)?(?P<unit>[兆億万])?)"
-    rf"(?:(?P<fraction>分)(?=の)|(?P<counter>{_COUNTER_ALT}))?"
+    rf"(?P<number>(?:(?:{_NUM})[兆億万])*(?:{_NUM})(?:\.[0-9]+)?[兆億万]?)"
+    rf"(?:(?P<fraction>分)(?=の[0-9])|(?P<counter>{_COUNTER_ALT}))?"
 )
 _PART = re.compile(rf"({_NUM}(?:\.[0-9]+)?)([兆億万]?)")
 
