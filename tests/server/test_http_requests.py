@@ -68,6 +68,9 @@ def test_unusable_bodies_and_paths_get_the_error_envelope(server: RunningServer)
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
     wrong = httpx.delete(server.base + "/v1/models")
     assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
+    fetched = httpx.get(server.base + "/v1/audio/speech")  # POST-only: not mistaken for a missing page
+    assert fetched.status_code == 405 and fetched.headers["allow"] == "POST"
+    assert fetched.json()["error"]["code"] == "method_not_allowed"
 
 
 def test_a_whole_text_is_not_held_to_real_time(server: RunningServer) -> None:

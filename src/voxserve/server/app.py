@@ -7,13 +7,14 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute, APIRouter
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -66,6 +67,24 @@ async def _on_error(request: Request, exc: Exception) -> JSONResponse:
     if not isinstance(exc, VoxError):
         logging.getLogger("voxserve.server").exception("unhandled error on %s", request.url.path)
     return _error_response(exc)
+
+
+def _refuse_other_methods(app: FastAPI, api: APIRouter) -> None:
+    """Answer 405 with ``Allow`` for another method on an API path. Without this, a GET of a POST-only
+    path (``GET /v1/audio/speech``) falls through to the playground's files and reads as a 404."""
+    for path in sorted(_ROUTES):
+        allowed = {m for r in api.routes if isinstance(r, APIRoute) and r.path == path for m in r.methods or ()}
+        refused = sorted({"GET", "POST", "PUT", "PATCH", "DELETE"} - allowed)
+        if not allowed or not refused:
+            continue
+        app.add_api_route(path, _refusal(", ".join(sorted(allowed))), methods=refused, include_in_schema=False)
+
+
+def _refusal(allow: str) -> Callable[[], Awaitable[None]]:
+    async def refuse() -> None:
+        raise StarletteHTTPException(405, "Method Not Allowed", headers={"Allow": allow})
+
+    return refuse
 
 
 class AccessLog:
@@ -179,6 +198,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
     app.state.grpc_port = None
     app.include_router(router)
     app.include_router(ws_router)
+    _refuse_other_methods(app, router)
     # the browser playground (static files shipped in the package), after the API routes
     app.mount("/", StaticFiles(directory=Path(__file__).resolve().parent.parent / "web", html=True), name="playground")
     app.add_exception_handler(VoxError, _on_error)
