@@ -34,3 +34,11 @@ def test_invalid_values_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOXSERVE_STREAM_BUFFER_MS", "5")
     with pytest.raises(ValueError, match=r"(?i)stream_buffer_ms"):
         Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_trusted_proxies_are_addresses_or_networks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOXSERVE_TRUSTED_PROXIES", "10.0.0.0/8, ::1")
+    assert Settings(_env_file=None).trusted_proxies == ["10.0.0.0/8", "::1"]  # type: ignore[call-arg]
+    monkeypatch.setenv("VOXSERVE_TRUSTED_PROXIES", "10.0.0.0/8,nginx")
+    with pytest.raises(ValueError, match="'nginx' is not an address or network"):
+        Settings(_env_file=None)  # type: ignore[call-arg]

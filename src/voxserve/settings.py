@@ -7,6 +7,7 @@ Two common deployment names are accepted as aliases: ``MODEL_PATH`` and
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from pathlib import Path
 from typing import Annotated, Literal
@@ -169,6 +170,10 @@ class Settings(BaseSettings):
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["127.0.0.1", "::1"],
+        description="Proxies (addresses or networks, '*' = any) whose X-Forwarded-For names the client.",
+    )
     log_text: bool = Field(default=False, description="Include input text in access logs.")
 
     @field_validator(
@@ -179,6 +184,7 @@ class Settings(BaseSettings):
         "cors_origins",
         "jwt_algorithms",
         "warm_languages",
+        "trusted_proxies",
         mode="before",
     )
     @classmethod
@@ -187,6 +193,18 @@ class Settings(BaseSettings):
             if value.strip().startswith("["):
                 return json.loads(value)
             return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if entry == "*":
+                continue
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an address or network (e.g. 10.0.0.0/8), nor '*'") from None
         return value
 
     @property

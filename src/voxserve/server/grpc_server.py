@@ -21,6 +21,7 @@ from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
+from voxserve.server.proxies import client_address
 from voxserve.server.service import EncodedChunk, SpeechRequest
 from voxserve.server.state import ServerState
 
@@ -28,12 +29,17 @@ log = logging.getLogger("voxserve.server")
 _SERVICE = "voxserve.v1.VoxServe"
 
 
-def _peer_ip(context: grpc.aio.ServicerContext) -> str:
+def _peer_ip(context: grpc.aio.ServicerContext, trusted: list[str]) -> str:
+    """The caller's address; behind a trusted proxy, the one its X-Forwarded-For names."""
     peer = context.peer() or ""
     kind, _, rest = peer.partition(":")
     if kind == "ipv6":
-        return rest.rsplit(":", 1)[0].strip("[]")
-    return rest.rsplit(":", 1)[0] if kind == "ipv4" else peer
+        address = rest.rsplit(":", 1)[0].strip("[]")
+    else:
+        address = rest.rsplit(":", 1)[0] if kind == "ipv4" else peer
+    metadata = dict(context.invocation_metadata() or ())
+    forwarded = metadata.get("x-forwarded-for")
+    return client_address(address, str(forwarded) if forwarded else None, trusted)
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: BaseException, count: Callable[[str], None]) -> None:
@@ -55,10 +61,13 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
     def __init__(self, state: ServerState) -> None:
         self._state = state
 
+    def _client(self, context: grpc.aio.ServicerContext) -> str:
+        return _peer_ip(context, self._state.settings.trusted_proxies)
+
     def _authorize(self, context: grpc.aio.ServicerContext) -> None:
         metadata = dict(context.invocation_metadata() or ())
         token = bearer_token(str(metadata.get("authorization", ""))) or None
-        self._state.service.authorize(token, _peer_ip(context))
+        self._state.service.authorize(token, self._client(context))
 
     async def intercept_service(
         self,
@@ -181,13 +190,16 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     def __init__(self, state: ServerState) -> None:
         self._state = state
 
+    def _client(self, context: grpc.aio.ServicerContext) -> str:
+        return _peer_ip(context, self._state.settings.trusted_proxies)
+
     async def Synthesize(
         self, request: pb.SynthesizeRequest, context: grpc.aio.ServicerContext
     ) -> pb.SynthesizeResponse:
         service = self._state.service
         req = service.validate(_request(request), needs_text=True)
         async with self._state.admission.slot():
-            utterance = service.speak(req, "grpc", _peer_ip(context))
+            utterance = service.speak(req, "grpc", self._client(context))
             parts: list[bytes] = []
             words: list[pb.WordTiming] = []
             async for chunk in utterance.chunks():
@@ -208,14 +220,15 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         service = self._state.service
         req = service.validate(_request(request), needs_text=True)
         async with self._state.admission.slot():
-            utterance = service.speak(req, "grpc", _peer_ip(context))
+            utterance = service.speak(req, "grpc", self._client(context))
             async for chunk in utterance.chunks():
                 yield _chunk(chunk)
 
     async def StreamingSynthesize(
         self, request_iterator: AsyncIterator[pb.StreamRequest], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.StreamResponse]:
-        stream = dx.DuplexStream(self._state.service, "grpc", _peer_ip(context))  # a stream slot per utterance
+        # a stream slot per utterance, not per call
+        stream = dx.DuplexStream(self._state.service, "grpc", self._client(context))
 
         async def read() -> None:
             async for message in request_iterator:

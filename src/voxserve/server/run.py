@@ -38,6 +38,9 @@ def uvicorn_config(settings: Settings, app: FastAPI, **overrides: object) -> uvi
         "access_log": False,  # voxserve writes its own JSON access lines
         "log_config": None,
         "lifespan": "on",
+        # behind a load balancer: the client's address from X-Forwarded-For, from trusted proxies only
+        "proxy_headers": True,
+        "forwarded_allow_ips": ",".join(settings.trusted_proxies),
     }
     if settings.tls_certfile and settings.tls_keyfile:
         options.update(
