@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml setup.py
 
 install: $(STAMP)
 
-# Debian packages the end-to-end tests need (Chromium for the playground test).
+# Debian packages the end-to-end tests need (Chromium for the playground test, nginx for the
+# load-balancing test).
 system-deps:
 	@bash scripts/system-deps.sh
 
