@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -233,9 +234,27 @@ def cmd_models(args: argparse.Namespace) -> int:
         files = store.fetch(force=args.force, progress=not args.quiet)
         total = sum(1 for f in store.installed() if f.ok)
         print(f"installed {len(files)} files; {total} model files verified in {store.root}")
+        if settings.decode_mode == "windowed" and "kokoro" in settings.engines and not args.no_learn:
+            _learn_voices(settings, quiet=args.quiet)
     else:
         print(format_listing(store.installed()))
     return 0
+
+
+def _learn_voices(settings: Settings, quiet: bool) -> None:
+    """Part of the model build: windowed Kokoro learns every voice's decoder statistics once (saved
+    with the split graphs; minutes on 2 cores), so that no server start pays for it."""
+    from voxserve.runtime import Runtime
+
+    runtime = Runtime(settings.model_copy(update={"engines": ["kokoro"]}))
+    try:
+        runtime.load(warm=False)  # loads what an earlier build saved, if it still fits
+        t0 = time.perf_counter()
+        runtime.learn_voices()
+        if not quiet:
+            print(f"voice statistics ready in {time.perf_counter() - t0:.1f} s")
+    finally:
+        runtime.close()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -279,6 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="fetch or list model files")
     models.add_argument("action", choices=["fetch", "list"])
     models.add_argument("--force", action="store_true", help="fetch again even if present")
+    models.add_argument(
+        "--no-learn", dest="no_learn", action="store_true", help="skip learning the voices' decoder statistics"
+    )
     models.set_defaults(func=cmd_models)
 
     serve = sub.add_parser(
