@@ -249,3 +249,33 @@ def test_list_numbers_belong_to_their_line() -> None:
 def test_abbreviation_sentence_ends(text: str, sentences: list[str]) -> None:
     assert [s.text for s in split_sentences(text)] == sentences
     _both_ways(text, 1, 400)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "Sentence number 12 is here to make the text long enough to matter. ",
+        "A long clause without an end, and another one after it; ",
+        "这是一个很长的句子没有标点",
+    ],
+)
+def test_a_long_input_is_scanned_a_bounded_number_of_times(unit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The work grows with the text's length, not its square: every character is looked at a few
+    times, however long the input (a 100,000-character request used to block the server a minute)."""
+    import voxserve.text.segment as segment
+
+    scanned = 0
+    original = segment.scan
+
+    def counting(buf: str, final: bool, line_start: bool = True) -> list:  # type: ignore[type-arg]
+        nonlocal scanned
+        scanned += len(buf)
+        return original(buf, final, line_start)
+
+    monkeypatch.setattr(segment, "scan", counting)
+    for repeats in (50, 800):
+        scanned = 0
+        text = unit * repeats
+        pieces = split_text(text)
+        assert "".join(p.text for p in pieces).replace(" ", "") == text.replace(" ", "")
+        assert scanned <= 6 * len(text), (repeats, scanned / len(text))

@@ -42,9 +42,14 @@ SENTENCE_STARTERS = {
 }  # fmt: skip
 # Dotted abbreviations of one- or two-letter parts: "U.S", "a.m", "Ph.D", "M.Sc" (not "www.example.com").
 _DOTTED = re.compile(r"(?:[a-z]{1,2}\.)+[a-z]{1,2}", re.IGNORECASE)
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+# the characters a cut point can be at: all others are skipped over
+_SPECIAL = re.compile("[\\[\\s" + re.escape(_SENT_ASCII + _SENT_CJK + _CLAUSE_ASCII + _CLAUSE_ANY) + _CJK_CLASS + "]")
 _MARKUP_RE = MARKUP_RE
 _MARKUP_MAX = 420
+_LOOKAHEAD = _MARKUP_MAX + 100
+_FIRST_SCAN = 160
 
 # "number" is a word boundary right after a token with a digit: cut there only when nothing else fits.
 EventKind = Literal["sentence", "clause", "word", "number"]
@@ -104,17 +109,22 @@ def _line_starts_at(buf: str, pos: int, line_start: bool) -> bool:
     return buf[pos - 1] == "\n" if pos > 0 else line_start
 
 
+def _skip_blanks(buf: str, pos: int) -> int:
+    while pos < len(buf) and buf[pos].isspace():
+        pos += 1
+    return pos
+
+
 def _next_word(buf: str, after: int, final: bool) -> str | None:
     """The word after ``after`` (letters and apostrophes); None while it may still grow."""
-    rest = buf[after:].lstrip()
-    if not rest:
+    start = end = _skip_blanks(buf, after)
+    if start == len(buf):
         return None
-    end = 0
-    while end < len(rest) and (rest[end].isalpha() or rest[end] in "'’"):
+    while end < len(buf) and (buf[end].isalpha() or buf[end] in "'’"):
         end += 1
-    if end == len(rest) and not final:
+    if end == len(buf) and not final:
         return None
-    return rest[:end] if end else rest[0]
+    return buf[start:end] if end > start else buf[start]
 
 
 def _period_ends_sentence(buf: str, dot: int, after: int, final: bool, line_start: bool) -> bool | None:
@@ -139,8 +149,8 @@ def _period_ends_sentence(buf: str, dot: int, after: int, final: bool, line_star
         return following[:1].isupper() and following.lower().replace("’", "'") in SENTENCE_STARTERS
     if dotted or word in _MAYBE_ABBREV:
         # "a.m.", "etc.": a capitalised word after it starts a new sentence ("at 5 p.m. We left").
-        rest = buf[after:].lstrip()
-        return rest[0].isupper() if rest else None
+        start = _skip_blanks(buf, after)
+        return buf[start].isupper() if start < len(buf) else None
     return True
 
 
@@ -163,6 +173,10 @@ def scan(buf: str, final: bool, line_start: bool = True) -> list[_Event]:
     n = len(buf)
     i = 0
     while i < n:
+        special = _SPECIAL.search(buf, i)  # other characters never make a cut point: skip them
+        if special is None:
+            break
+        i = special.start()
         ch = buf[i]
         if ch == "[":
             end = _markup_end(buf, i, final)
@@ -297,7 +311,7 @@ class IncrementalSegmenter:
         self._consume(0)
         if not self._buf:
             return False
-        events = scan(self._buf, final, self._line_start)
+        events = self._events(final)
         if self._emitted == 0 and not self._pending:
             return self._first_step(events, out)
         limit = self._limit()
@@ -318,6 +332,23 @@ class IncrementalSegmenter:
             self._cut_long(events, out)
             return True
         return False
+
+    def _events(self, final: bool) -> list[_Event]:
+        """The cut points of the buffer's head, as many as the next cut needs.
+
+        Every decision is about the first max_segment_chars, and up to the first sentence end; a
+        prefix of the buffer gives a prefix of its cut points (scan stops where it would need more
+        text). So the scan grows from a short head until it holds a sentence end, or covers that
+        much plus the lookahead a cut point may need (an inline-phoneme span, the word after an
+        abbreviation). A long input then costs time linear in its length, not quadratic."""
+        limit = self.max_segment_chars + _LOOKAHEAD
+        size = min(_FIRST_SCAN, limit)
+        while True:
+            whole = len(self._buf) <= size
+            events = scan(self._buf if whole else self._buf[:size], final and whole, self._line_start)
+            if whole or size >= limit or any(event.kind == "sentence" for event in events):
+                return events
+            size = min(2 * size, limit)
 
     def _first_step(self, events: list[_Event], out: list[TextSegment]) -> bool:
         need = self.first_segment_words
