@@ -55,6 +55,18 @@ class Overloaded(VoxError):
     code = "overloaded"
 
 
+class ShuttingDown(Overloaded):
+    """The server is draining before it stops; retry (another replica takes the request)."""
+
+    code = "shutting_down"
+
+
+class ClientTooSlow(VoxError):
+    """The client took no audio for too long; its stream was dropped to free the slot for others."""
+
+    code = "client_too_slow"
+
+
 class NotReady(VoxError):
     code = "not_ready"
 
@@ -81,14 +93,16 @@ _HTTP = {
     Unauthorized: 401,
     Forbidden: 403,
     RateLimited: 429,
+    ShuttingDown: 503,
     Overloaded: 503,
+    ClientTooSlow: 408,
     NotReady: 503,
     Cancelled: 499,
     ModelError: 500,
     EngineFailure: 500,
 }
 
-# WebSocket close codes: 1008 policy violation, 1009 too big, 1011 internal, 1013 try again later,
+# WebSocket close codes: 1001 going away, 1008 policy violation, 1009 too big, 1011 internal, 1013 try again later,
 # 4001/4003 application auth codes, 4029 rate limited.
 _WS = {
     InputTooLarge: 1009,
@@ -96,7 +110,9 @@ _WS = {
     Unauthorized: 4001,
     Forbidden: 4003,
     RateLimited: 4029,
+    ShuttingDown: 1001,
     Overloaded: 1013,
+    ClientTooSlow: 1008,
     NotReady: 1013,
     Cancelled: 1000,
     ModelError: 1011,
@@ -109,7 +125,9 @@ _GRPC = {
     Unauthorized: "UNAUTHENTICATED",
     Forbidden: "PERMISSION_DENIED",
     RateLimited: "RESOURCE_EXHAUSTED",
+    ShuttingDown: "UNAVAILABLE",
     Overloaded: "RESOURCE_EXHAUSTED",
+    ClientTooSlow: "ABORTED",
     NotReady: "UNAVAILABLE",
     Cancelled: "CANCELLED",
     ModelError: "INTERNAL",

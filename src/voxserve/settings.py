@@ -158,6 +158,12 @@ class Settings(BaseSettings):
         default=30.0, gt=0, le=600, description="Longest a queued request waits for a slot before it is refused."
     )
     shutdown_grace_s: float = Field(default=10.0, ge=0)
+    client_stall_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A client that takes no audio for this long is dropped and its stream slot freed "
+        "(HTTP and gRPC streams; a WebSocket client that stops reading misses pings and is dropped too).",
+    )
     api_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
     jwt_secret: str | None = None
     jwt_public_key: str | None = None

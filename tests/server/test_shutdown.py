@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,9 +10,17 @@ import sys
 import threading
 import time
 
+import grpc
 import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from voxserve.server.grpc_gen import voxserve_pb2 as pb
+from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
 from .support import PIPER, free_port
+from .test_ws import send
 
 
 def test_sigterm_drains_within_grace(model_store: object) -> None:
@@ -40,18 +49,27 @@ def test_sigterm_drains_within_grace(model_store: object) -> None:
         received = bytearray()
         first = threading.Event()
         ended = threading.Event()
+        text = " ".join(["A long answer that is still being spoken when the server is told to stop."] * 30)
 
         def listen() -> None:
-            text = " ".join(["A long answer that is still being spoken when the server is told to stop."] * 15)
             body = {"input": text, "voice": PIPER, "response_format": "pcm"}
             with httpx.stream("POST", base + "/v1/audio/speech", json=body, timeout=30) as response:
-                for piece in response.iter_raw():
-                    received.extend(piece)
-                    first.set()
-            ended.set()
+                try:
+                    for piece in response.iter_raw():
+                        received.extend(piece)
+                        first.set()
+                except httpx.RemoteProtocolError:  # cut: the chunked body never ends, so it reads as cut
+                    ended.set()
 
         listener = threading.Thread(target=listen, daemon=True)
         listener.start()
+        ws = connect(f"ws://127.0.0.1:{port}/v1/tts/stream")
+        send(ws, type="config", voice=PIPER, format="pcm")
+        send(ws, type="text", text=text)  # paced: still playing at the end of the grace period
+        send(ws, type="close")
+        channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
+        call = pb_grpc.VoxServeStub(channel).SynthesizeStream(pb.SynthesizeRequest(text=text * 2, voice=PIPER))
+        next(call)
         assert first.wait(20)
         stopped_at = time.monotonic()
         process.send_signal(signal.SIGTERM)
@@ -60,6 +78,21 @@ def test_sigterm_drains_within_grace(model_store: object) -> None:
         refused = httpx.post(base + "/v1/audio/speech", json={"input": "Hello.", "voice": PIPER})
         assert refused.status_code == 503 and "shutting down" in refused.json()["error"]["message"]
         assert ended.wait(10), "in-flight stream not ended by the grace period"
+        # the streams cut at the end of the grace period are told why
+        events = []
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                frame = ws.recv(timeout=10)
+                if isinstance(frame, str):
+                    events.append(json.loads(frame))
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        assert events[-1]["type"] == "error" and events[-1]["code"] == "shutting_down", events[-1]
+        with pytest.raises(grpc.RpcError) as failed:
+            for _ in call:
+                pass
+        assert failed.value.code() == grpc.StatusCode.UNAVAILABLE  # retryable: another replica takes it
+        trailers = dict(failed.value.trailing_metadata() or ())  # type: ignore[attr-defined]
+        assert trailers.get("voxserve-error-code") == "shutting_down", failed.value
         assert process.wait(10) == 0
         elapsed = time.monotonic() - stopped_at
         assert 1.5 < elapsed < 6, elapsed  # waited for the stream about the grace period, not forever

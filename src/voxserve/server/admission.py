@@ -12,7 +12,7 @@ import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 
-from voxserve.errors import Overloaded
+from voxserve.errors import Overloaded, ShuttingDown
 
 
 class Admission:
@@ -51,7 +51,7 @@ class Admission:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
-                waiter.set_exception(Overloaded("server is shutting down", retry_after_s=5.0))
+                waiter.set_exception(ShuttingDown("server is shutting down", retry_after_s=5.0))
         self._changed()
 
     async def wait_idle(self) -> None:
@@ -59,7 +59,7 @@ class Admission:
 
     async def acquire(self) -> None:
         if self._draining:
-            raise Overloaded("server is shutting down", retry_after_s=5.0)
+            raise ShuttingDown("server is shutting down", retry_after_s=5.0)
         if self._active < self.max_streams and not self._waiters:
             self._take()
             return

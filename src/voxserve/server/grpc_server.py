@@ -10,13 +10,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from voxserve.errors import VoxError, error_body, grpc_status_name
+from voxserve.errors import ClientTooSlow, VoxError, error_body, grpc_status_name
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
@@ -90,6 +91,9 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
                 try:
                     self._authorize(context)
                     reply = await inner_unary(request, context)
+                except asyncio.CancelledError:  # the client cancelled or left
+                    count("CANCELLED")
+                    raise
                 except Exception as exc:  # the gRPC transport's one error mapping
                     if isinstance(exc, grpc.aio.AbortError):
                         raise
@@ -101,14 +105,26 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
         streaming = handler.unary_stream or handler.stream_stream
         assert streaming is not None
 
-        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        stall = self._state.settings.client_stall_s
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> None:
             try:
                 self._authorize(context)
                 async for item in streaming(request, context):
-                    yield item
+                    # a client that stops reading blocks the write once HTTP/2 flow control is full
+                    try:
+                        await asyncio.wait_for(context.write(item), stall)
+                    except asyncio.TimeoutError:
+                        raise ClientTooSlow(f"the client took no audio for {stall:g} s") from None
+            except asyncio.CancelledError:  # the client cancelled or left
+                count("CANCELLED")
+                raise
             except Exception as exc:  # the gRPC transport's one error mapping
                 if isinstance(exc, grpc.aio.AbortError):
                     raise
+                if context.cancelled():  # a write failed because the client cancelled or left
+                    count("CANCELLED")
+                    return
                 await _abort(context, exc, count)
             count("OK")
 
@@ -197,7 +213,9 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         self, request: pb.SynthesizeRequest, context: grpc.aio.ServicerContext
     ) -> pb.SynthesizeResponse:
         service = self._state.service
-        req = service.validate(_request(request), needs_text=True)
+        # one message holds the whole file: a FLAC one with its length in the header, as libsndfile needs
+        whole = replace(_request(request), whole_file=request.format.lower() == "flac")
+        req = service.validate(whole, needs_text=True)
         async with self._state.admission.slot():
             utterance = service.speak(req, "grpc", self._client(context))
             parts: list[bytes] = []

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Literal
@@ -12,14 +14,15 @@ from typing import Literal
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
-from voxserve.errors import InvalidInput
+from voxserve.errors import ClientTooSlow, InvalidInput, VoxError
 from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
 from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance
 from voxserve.server.state import ServerState
 
+log = logging.getLogger("voxserve.server")
 # OpenAI voice names map to the server's default voice unless a voice of that name exists.
 OPENAI_VOICES = frozenset(
     {"alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse", "marin", "cedar"}
@@ -66,8 +69,19 @@ class AudioStreamResponse(StreamingResponse):
         self._state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        stall = self._state.settings.client_stall_s
+
+        async def send_or_give_up(message: Message) -> None:
+            # a client that stops reading blocks the send once the socket's buffers are full
+            try:
+                await asyncio.wait_for(send(message), stall)
+            except asyncio.TimeoutError:
+                raise ClientTooSlow(f"the client took no audio for {stall:g} s") from None
+
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, send_or_give_up)
+        except VoxError as exc:  # the status line is sent: all that is left is to cut the response short
+            log.warning("%s stream ended early: %s", self._utterance.voice.id, exc.message)
         finally:
             if not self._utterance.finished:
                 self._utterance.cancel()
@@ -98,8 +112,8 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
             sample_rate=rate,
             word_timings=body.timestamps,
             # a streamed FLAC header can't hold the length, and libsndfile (soundfile) refuses such files:
-            # FLAC downloads come whole, once made (faster than real time: the text is all there)
-            whole_file=body.response_format.lower() == "flac" and body.stream_format == "audio",
+            # FLAC comes whole, once made (faster than real time: the text is all there), also in SSE
+            whole_file=body.response_format.lower() == "flac",
         ),
         needs_text=True,
     )

@@ -7,7 +7,7 @@ import enum
 import logging
 import time
 
-from voxserve.errors import NotReady, Overloaded
+from voxserve.errors import NotReady, ShuttingDown
 from voxserve.server.metrics import Metrics
 from voxserve.server.runtime_api import RuntimeLike
 
@@ -34,7 +34,7 @@ class Lifecycle:
 
     def require_ready(self) -> None:
         if self.phase is Phase.DRAINING:
-            raise Overloaded("server is shutting down", retry_after_s=5.0)
+            raise ShuttingDown("server is shutting down", retry_after_s=5.0)
         if self.phase is Phase.FAILED:
             raise NotReady(f"models failed to load: {self.error}")
         if self.phase is not Phase.READY:

@@ -17,7 +17,7 @@ import numpy as np
 from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encoder, supported_formats
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.voices import parse_blend
-from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage
+from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator, Principal
 from voxserve.server.lifecycle import Lifecycle
@@ -97,6 +97,7 @@ class Utterance:
         self._audio_s = 0.0
         self._chunks = 0
         self.cancelled = False
+        self.cancel_reason: VoxError | None = None
         self.finished = False
 
     def push_text(self, text: str) -> None:
@@ -115,8 +116,11 @@ class Utterance:
     def close(self) -> None:
         self._session.close()
 
-    def cancel(self) -> None:
+    def cancel(self, reason: VoxError | None = None) -> None:
+        """Stop making audio. With a ``reason`` (the server shutting down), :meth:`chunks` ends by
+        raising it, so the client learns why its audio stopped instead of seeing a normal end."""
         self.cancelled = True
+        self.cancel_reason = reason
         self._session.cancel()
 
     async def chunks(self) -> AsyncIterator[EncodedChunk]:
@@ -136,6 +140,8 @@ class Utterance:
                 self._chunks += 1
                 self._audio_s += duration
                 yield EncodedChunk(chunk.index, offset, duration, data, words, False)
+            if self.cancel_reason is not None:
+                raise self.cancel_reason
             held = self._resampler.flush() if self._resampler is not None else np.zeros(0, np.float32)
             tail = self.encoder.encode(held) + self.encoder.finish()
             self.finished = True
@@ -144,6 +150,8 @@ class Utterance:
                 self._audio_s += duration
                 yield EncodedChunk(self._chunks, offset, duration, tail, (), True)
         except Exception as exc:
+            if exc is self.cancel_reason:
+                raise
             if not self.cancelled:
                 status = "failed"
                 raise
@@ -313,9 +321,9 @@ class SpeechService:
         assert request.voice is not None
         return encoded_rate(request.format, request.sample_rate or self.voice(request.voice).sample_rate)
 
-    def cancel_all(self) -> int:
-        """Cancel every live utterance (end of the shutdown grace period)."""
+    def cancel_all(self, reason: VoxError | None = None) -> int:
+        """Cancel every live utterance (end of the shutdown grace period), telling each client ``reason``."""
         live = list(self._live)
         for utterance in live:
-            utterance.cancel()
+            utterance.cancel(reason)
         return len(live)

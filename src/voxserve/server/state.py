@@ -8,6 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from voxserve.errors import ShuttingDown
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator
 from voxserve.server.lifecycle import Lifecycle
@@ -66,7 +67,8 @@ class ServerState:
         try:
             await asyncio.wait_for(self.admission.wait_idle(), grace)
         except asyncio.TimeoutError:
-            cancelled = self.service.cancel_all()
+            cut = ShuttingDown("server is shutting down: the stream was cut at the end of the grace period")
+            cancelled = self.service.cancel_all(cut)
             log.warning("shutdown grace of %.1f s over: cancelled %d stream(s)", grace, cancelled)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.admission.wait_idle(), 2.0)

@@ -132,8 +132,8 @@ async def tts_stream(websocket: WebSocket) -> None:
     status = "1000"
     try:
         await _serve(websocket, state)
-    except WebSocketDisconnect:
-        pass
+    except WebSocketDisconnect as gone:  # 1000/1001 when the client closed, 1005/1006 when it vanished
+        status = str(gone.code)
     except Exception as exc:  # the WebSocket transport's one error mapping
         status = str(ws_close_code(exc))
         await _close_with(websocket, exc)
@@ -169,12 +169,14 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     try:
         reader = asyncio.create_task(_read(websocket, stream, first, settings.max_ws_message_bytes))
         writer = asyncio.create_task(_write(websocket, stream))
-        done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (reader, writer):
-            if task not in done:
-                task.cancel()
-        for task in done:
-            task.result()
+        done, pending = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        failures = [task.exception() for task in done]  # every one retrieved, none logged as lost
+        for failure in failures:
+            if failure is not None:
+                raise failure
     finally:
         await stream.aclose()
 

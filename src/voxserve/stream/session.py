@@ -1,11 +1,9 @@
 """The streaming synthesis session: text in (whole or in fragments), audio chunks out.
 
-One session per utterance. ``push_text`` may be called any number of times with
-fragments (LLM tokens); complete sentences/clauses are synthesized as soon as they
-are known, the first one kept short so first audio comes early. ``flush`` speaks
-what is buffered now; ``close`` ends the input; ``cancel`` stops work promptly.
-Iterate the session (``async for chunk in session``) to receive
-:class:`~voxserve.types.AudioChunk` values in order.
+One session per utterance. ``push_text`` may be called any number of times with fragments (LLM
+tokens); complete sentences/clauses are synthesized as soon as they are known, the first one kept
+short so first audio comes early. ``flush`` speaks what is buffered now; ``close`` ends the input;
+``cancel`` stops work promptly. ``async for chunk in session`` yields :class:`~voxserve.types.AudioChunk` values.
 """
 
 from __future__ import annotations
@@ -202,7 +200,11 @@ class SynthesisSession:
 
     async def _next_item(self) -> object:
         getter = asyncio.ensure_future(self._out.get())
-        done, _ = await asyncio.wait({getter, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({getter, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the consumer was cancelled: no getter left pending
+            getter.cancel()
+            raise
         if getter in done:
             return getter.result()
         getter.cancel()
