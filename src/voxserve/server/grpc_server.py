@@ -56,6 +56,18 @@ async def _abort(context: grpc.aio.ServicerContext, exc: BaseException, count: C
     await context.abort(grpc.StatusCode[grpc_status_name(exc)], str(body["message"]), tuple(trailers))
 
 
+async def _write(context: grpc.aio.ServicerContext, message: Any, stall: float) -> bool:
+    """Send one message of a stream; False when the call is over (the client cancelled or left)."""
+    try:
+        # a client that stops reading blocks the write once HTTP/2 flow control is full
+        await asyncio.wait_for(context.write(message), stall)
+    except asyncio.TimeoutError:
+        raise ClientTooSlow(f"the client took no audio for {stall:g} s") from None
+    except (grpc.aio.InternalError, grpc.aio.UsageError):  # the write found the call ended
+        return False
+    return True
+
+
 class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
     """Authenticates, rate-limits and maps errors for every VoxServe method."""
 
@@ -111,20 +123,15 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
             try:
                 self._authorize(context)
                 async for item in streaming(request, context):
-                    # a client that stops reading blocks the write once HTTP/2 flow control is full
-                    try:
-                        await asyncio.wait_for(context.write(item), stall)
-                    except asyncio.TimeoutError:
-                        raise ClientTooSlow(f"the client took no audio for {stall:g} s") from None
+                    if not await _write(context, item, stall):
+                        count("CANCELLED")
+                        return
             except asyncio.CancelledError:  # the client cancelled or left
                 count("CANCELLED")
                 raise
             except Exception as exc:  # the gRPC transport's one error mapping
                 if isinstance(exc, grpc.aio.AbortError):
                     raise
-                if context.cancelled():  # a write failed because the client cancelled or left
-                    count("CANCELLED")
-                    return
                 await _abort(context, exc, count)
             count("OK")
 
