@@ -2,7 +2,7 @@
 of N characters is sent while another client polls ``/healthz`` every 50 ms; prints the long
 request's first audio and the worst health-check latency meanwhile (a stalled event loop shows here).
 
-    .venv/bin/python bench/long_input.py --chars 700,20000,97000 --runs 3
+    .venv/bin/python -m bench.long_input --chars 700,20000,97000 --runs 3
 """
 
 from __future__ import annotations
