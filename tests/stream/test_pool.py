@@ -181,3 +181,26 @@ async def test_a_first_audio_job_takes_every_free_core_shared_only_with_streams_
 def test_preemption_needs_shared_cores() -> None:
     with pytest.raises(ValueError, match="shared cores"):
         WorkerPool(2, preempt_slack_s=1.0)
+
+
+async def test_a_jobs_cores_are_free_before_its_result_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller's next job, sent the moment a result arrives, must find the cores that job used
+    (under load the result could arrive first, and the next first-audio job ran on one core)."""
+    import voxserve.stream.pool as pool_module
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
+    free_at_delivery: list[int] = []
+    deliver = pool_module._deliver
+
+    def watching(*args: object) -> None:
+        free_at_delivery.append(pool._free)
+        deliver(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool_module, "_deliver", watching)
+    try:
+        with pool.streaming():
+            assert await pool.run(current_thread_budget) == 2
+        assert free_at_delivery == [2]
+    finally:
+        pool.close()

@@ -279,21 +279,20 @@ class WorkerPool:
                 self._free -= threads or 0
                 hold = _Hold(self, job, threads)
                 self._running.append(hold)
+            setter: Callable[[asyncio.Future[Any], Any], None]
             try:
                 with thread_budget(threads), preemptible(hold if self.preempt_slack_s is not None else None):
-                    result = job.fn()
+                    setter, value = _set_result, job.fn()
             except BaseException as exc:  # handed to the awaiting coroutine, never lost
-                _deliver(job, _set_exception, exc)
-            else:
-                _deliver(job, _set_result, result)
-            finally:
-                with self._cond:
-                    self._busy -= 1
-                    self._free += hold.threads or 0
-                    self._running.remove(hold)
-                    if hold.asked:
-                        self._asked -= 1
-                    self._cond.notify_all()
+                setter, value = _set_exception, exc
+            with self._cond:  # the cores come back before the result: the caller's next job finds them free
+                self._busy -= 1
+                self._free += hold.threads or 0
+                self._running.remove(hold)
+                if hold.asked:
+                    self._asked -= 1
+                self._cond.notify_all()
+            _deliver(job, setter, value)
 
 
 def _deliver(job: _Job, setter: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:
