@@ -13,7 +13,7 @@ from misaki.espeak import EspeakFallback
 
 from voxserve.errors import ModelError
 from voxserve.text.g2p_espeak import configure_espeak
-from voxserve.text.segment import SENTENCE_STARTERS
+from voxserve.text.periods import SENTENCE_STARTERS
 from voxserve.text.vocab_map import clean_kokoro
 from voxserve.types import PhonemeWord
 

@@ -32,7 +32,7 @@ _ABBREVIATIONS = {
     "dept.": "department",
     "est.": "established",
 }
-# Abbreviations that often end a sentence ("…, etc. Then"); the segmenter treats them alike (_MAYBE_ABBREV).
+# Abbreviations that often end a sentence ("…, etc. Then"); as periods.py does (_MAYBE_ABBREV).
 _SENTENCE_FINAL = {"etc.", "inc.", "ltd."}
 
 # Words after which a Roman numeral is a cardinal number ("Chapter IV" → "Chapter four").
