@@ -20,7 +20,7 @@ RUN python -m venv /opt/voxserve \
     && /opt/voxserve/bin/pip install --no-cache-dir --upgrade pip \
     && /opt/voxserve/bin/pip install --no-cache-dir .
 ENV VOXSERVE_CACHE_DIR=/models
-RUN /opt/voxserve/bin/voxserve models fetch --quiet
+RUN /opt/voxserve/bin/voxserve --quiet models fetch
 
 FROM python:${PYTHON_VERSION}-slim-bookworm
 RUN useradd --system --uid 10001 --create-home voxserve

@@ -47,4 +47,7 @@ class BuildPyWithGrpc(build_py):
         super().run()
 
 
+# Generated before setup() too: the package list is found when setup() starts, and a grpc_gen made
+# only during build_py would be left out of a wheel (pip install ., the Docker image).
+generate_grpc()
 setup(cmdclass={"build_py": BuildPyWithGrpc})

@@ -7,6 +7,7 @@ someone's cluster: a misspelt variable is silently ignored by pydantic-settings.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,14 @@ def test_helm_templates_read_only_defined_values() -> None:
     for template in (CHART / "templates").iterdir():
         used |= set(re.findall(r"\.Values\.([A-Za-z0-9_.]+)", template.read_text()))
     assert used and used <= values, used - values
+
+
+def test_the_voxserve_commands_in_the_image_parse() -> None:
+    from voxserve.cli import build_parser
+
+    text = (ROOT / "Dockerfile").read_text()
+    commands = [m.split() for m in re.findall(r"/opt/voxserve/bin/voxserve ([^\n&\\]+)", text)]
+    commands += [json.loads(m)[1:] for m in re.findall(r"^CMD (\[.*\])$", text, flags=re.M)]
+    assert len(commands) == 2
+    for args in commands:
+        build_parser().parse_args(args)  # exits (SystemExit) on an unknown option
