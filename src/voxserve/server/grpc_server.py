@@ -30,7 +30,7 @@ log = logging.getLogger("voxserve.server")
 _SERVICE = "voxserve.v1.VoxServe"
 
 
-def _peer_ip(context: grpc.aio.ServicerContext, trusted: list[str]) -> str:
+def _client(context: grpc.aio.ServicerContext, state: ServerState) -> str:
     """The caller's address; behind a trusted proxy, the one its X-Forwarded-For names."""
     peer = context.peer() or ""
     kind, _, rest = peer.partition(":")
@@ -40,7 +40,7 @@ def _peer_ip(context: grpc.aio.ServicerContext, trusted: list[str]) -> str:
         address = rest.rsplit(":", 1)[0] if kind == "ipv4" else peer
     metadata = dict(context.invocation_metadata() or ())
     forwarded = metadata.get("x-forwarded-for")
-    return client_address(address, str(forwarded) if forwarded else None, trusted)
+    return client_address(address, str(forwarded) if forwarded else None, state.settings.trusted_proxies)
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: BaseException, count: Callable[[str], None]) -> None:
@@ -74,13 +74,10 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
     def __init__(self, state: ServerState) -> None:
         self._state = state
 
-    def _client(self, context: grpc.aio.ServicerContext) -> str:
-        return _peer_ip(context, self._state.settings.trusted_proxies)
-
     def _authorize(self, context: grpc.aio.ServicerContext) -> None:
         metadata = dict(context.invocation_metadata() or ())
         token = bearer_token(str(metadata.get("authorization", ""))) or None
-        self._state.service.authorize(token, self._client(context))
+        self._state.service.authorize(token, _client(context, self._state))
 
     async def intercept_service(
         self,
@@ -213,9 +210,6 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     def __init__(self, state: ServerState) -> None:
         self._state = state
 
-    def _client(self, context: grpc.aio.ServicerContext) -> str:
-        return _peer_ip(context, self._state.settings.trusted_proxies)
-
     async def Synthesize(
         self, request: pb.SynthesizeRequest, context: grpc.aio.ServicerContext
     ) -> pb.SynthesizeResponse:
@@ -224,7 +218,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         whole = replace(_request(request), whole_file=request.format.lower() == "flac")
         req = service.validate(whole, needs_text=True)
         async with self._state.admission.slot():
-            utterance = service.speak(req, "grpc", self._client(context))
+            utterance = service.speak(req, "grpc", _client(context, self._state))
             parts: list[bytes] = []
             words: list[pb.WordTiming] = []
             async for chunk in utterance.chunks():
@@ -245,7 +239,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         service = self._state.service
         req = service.validate(_request(request), needs_text=True)
         async with self._state.admission.slot():
-            utterance = service.speak(req, "grpc", self._client(context))
+            utterance = service.speak(req, "grpc", _client(context, self._state))
             async for chunk in utterance.chunks():
                 yield _chunk(chunk)
 
@@ -253,7 +247,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         self, request_iterator: AsyncIterator[pb.StreamRequest], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.StreamResponse]:
         # a stream slot per utterance, not per call
-        stream = dx.DuplexStream(self._state.service, "grpc", self._client(context))
+        stream = dx.DuplexStream(self._state.service, "grpc", _client(context, self._state))
 
         async def read() -> None:
             async for message in request_iterator:
