@@ -173,6 +173,14 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = Field(default=100, ge=0, description="Requests per minute per client; 0 = off.")
     max_ws_message_bytes: int = Field(default=64 * 1024, ge=1024)
     max_fragments_per_second: int = Field(default=200, ge=1)
+    max_contexts: int = Field(
+        default=8, ge=1, description="Contexts open at once on one multi-context (protocol 2) connection."
+    )
+    context_idle_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A protocol-2 context that gets no message and makes no audio for this long is closed.",
+    )
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)

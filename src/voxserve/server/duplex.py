@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput
@@ -21,29 +21,33 @@ from voxserve.server.turn import Turn
 
 
 # --- client → server ------------------------------------------------------------------
+# ``context_id`` is read by protocol 2 only (:mod:`.contexts`); protocol 1 ignores it.
 @dataclass(frozen=True)
 class Config:
     request: SpeechRequest
+    protocol: int | None = None  # chosen by the connection's first message; None: 1
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Text:
     text: str
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Flush:
-    pass
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Close:
-    pass
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Cancel:
-    pass
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,28 +66,33 @@ ClientMessage = Config | Text | Flush | Close | Cancel | Ping | Invalid
 
 
 # --- server → client ------------------------------------------------------------------
+# ``context_id`` is set on protocol 2 connections only.
 @dataclass(frozen=True)
 class Ready:
     session_id: str
     sample_rate: int
     format: str
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Chunk:
     chunk: EncodedChunk
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Done:
     utterance: int
     summary: UtteranceSummary
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Error:
     code: str
     message: str
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +153,8 @@ class DuplexStream:
         if isinstance(message, Ping):
             await self._events.put(Pong())
         elif isinstance(message, Config):
+            if message.protocol not in (None, 1):
+                raise InvalidInput("the protocol is chosen by a connection's first message; this one speaks 1")
             await self._configure(message.request)
         elif isinstance(message, Text):
             await asyncio.sleep(self._fragments.wait("text"))
@@ -251,18 +262,33 @@ class DuplexStream:
             await self._events.put(Done(number, item.summary()))
 
     async def _speak(self, turn: Turn) -> None:
-        """Synthesize one utterance while holding a stream slot; its chunks go to the events."""
-        await turn.wait_for_text()
-        if turn.cancelled or not turn.has_text:
+        async def emit(chunk: EncodedChunk) -> None:
+            await self._events.put(Chunk(chunk))
+
+        await speak(self._service, turn, self._transport, self._client, emit)
+
+
+async def speak(
+    service: SpeechService,
+    turn: Turn,
+    transport: str,
+    client: str,
+    emit: Callable[[EncodedChunk], Awaitable[None]],
+) -> None:
+    """Synthesize one utterance while holding a stream slot; each chunk goes to ``emit``.
+
+    The slot is taken only once the turn has text: an utterance still waiting for it costs nothing."""
+    await turn.wait_for_text()
+    if turn.cancelled or not turn.has_text:
+        return
+    admission = service.admission
+    await admission.acquire()  # Overloaded (server full or draining): raised to the caller
+    try:
+        if turn.cancelled:
             return
-        admission = self._service.admission
-        await admission.acquire()  # Overloaded (server full or draining) ends the connection
-        try:
-            if turn.cancelled:
-                return
-            utterance = self._service.open(turn.request, self._transport, self._client)
-            turn.start(utterance)
-            async for chunk in utterance.chunks():
-                await self._events.put(Chunk(chunk))
-        finally:
-            admission.release()
+        utterance = service.open(turn.request, transport, client)
+        turn.start(utterance)
+        async for chunk in utterance.chunks():
+            await emit(chunk)
+    finally:
+        admission.release()

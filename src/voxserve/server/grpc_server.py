@@ -20,6 +20,7 @@ from grpc_health.v1.health import aio as health_aio
 from voxserve.errors import ClientTooSlow, VoxError, error_body, grpc_status_name
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
+from voxserve.server.contexts import open_stream
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from voxserve.server.proxies import client_address
@@ -167,14 +168,15 @@ def _chunk(chunk: EncodedChunk) -> pb.AudioChunk:
 
 def _client_message(msg: pb.StreamRequest) -> dx.ClientMessage:
     kind = msg.WhichOneof("kind")
+    context = msg.context_id or None
     if kind == "config":
-        return dx.Config(_request(msg.config))
+        return dx.Config(_request(msg.config), msg.config.protocol or None, context)
     if kind == "text":
-        return dx.Text(msg.text.text)
+        return dx.Text(msg.text.text, context)
     simple: dict[str | None, dx.ClientMessage] = {
-        "flush": dx.Flush(),
-        "close": dx.Close(),
-        "cancel": dx.Cancel(),
+        "flush": dx.Flush(context),
+        "close": dx.Close(context),
+        "cancel": dx.Cancel(context),
         "ping": dx.Ping(),
     }
     from voxserve.errors import InvalidInput
@@ -183,6 +185,14 @@ def _client_message(msg: pb.StreamRequest) -> dx.ClientMessage:
 
 
 def _server_event(event: dx.ServerEvent) -> pb.StreamResponse:
+    response = _event_message(event)
+    context = getattr(event, "context_id", None)
+    if context is not None:
+        response.context_id = context
+    return response
+
+
+def _event_message(event: dx.ServerEvent) -> pb.StreamResponse:
     if isinstance(event, dx.Chunk):
         return pb.StreamResponse(chunk=_chunk(event.chunk))
     if isinstance(event, dx.Done):
@@ -246,11 +256,16 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     async def StreamingSynthesize(
         self, request_iterator: AsyncIterator[pb.StreamRequest], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.StreamResponse]:
-        # a stream slot per utterance, not per call
-        stream = dx.DuplexStream(self._state.service, "grpc", _client(context, self._state))
+        messages = aiter(request_iterator)
+        first = await anext(messages, None)  # chooses the protocol
+        if first is None:
+            return
+        # a stream slot per utterance (context), not per call
+        stream = open_stream(self._state.service, "grpc", _client(context, self._state), _client_message(first))
 
         async def read() -> None:
-            async for message in request_iterator:
+            await stream.handle(_client_message(first))
+            async for message in messages:
                 await stream.handle(_client_message(message))
             await stream.end_input()
 

@@ -128,27 +128,31 @@ class Utterance:
         status = "ok"
         try:
             async for chunk in self._session:
-                if not len(chunk.samples) and not chunk.words:
-                    continue  # e.g. an empty end marker: nothing to send
+                if not len(chunk.samples) and not chunk.words and not chunk.final:
+                    continue  # nothing to send
                 if self._ttfa is None and self._t0 is not None:
                     self._ttfa = time.monotonic() - self._t0
                 samples = chunk.samples if self._resampler is None else self._resampler.process(chunk.samples)
                 data = self.encoder.encode(samples)
+                sent = len(samples)
+                if chunk.final:  # the session's last chunk carries what the resampler and encoder held
+                    tail, held = self._tail()
+                    data, sent = data + tail, sent + held
                 words = chunk.words if self.request.word_timings else ()
                 # offsets and durations count the samples sent (a resampler holds a few back at first)
-                offset, duration = self._audio_s, len(samples) / rate
+                offset, duration = self._audio_s, sent / rate
                 self._chunks += 1
                 self._audio_s += duration
-                yield EncodedChunk(chunk.index, offset, duration, data, words, False)
+                yield EncodedChunk(chunk.index, offset, duration, data, words, chunk.final)
             if self.cancel_reason is not None:
                 raise self.cancel_reason
-            held = self._resampler.flush() if self._resampler is not None else np.zeros(0, np.float32)
-            tail = self.encoder.encode(held) + self.encoder.finish()
-            self.finished = True
-            if tail:
-                offset, duration = self._audio_s, len(held) / rate
-                self._audio_s += duration
-                yield EncodedChunk(self._chunks, offset, duration, tail, (), True)
+            if not self.finished:  # cancelled before its last chunk: a compressed file still needs its end
+                tail, held = self._tail()
+                if tail:
+                    offset, duration = self._audio_s, held / rate
+                    self._chunks += 1
+                    self._audio_s += duration
+                    yield EncodedChunk(self._chunks - 1, offset, duration, tail, (), True)
         except Exception as exc:
             if exc is self.cancel_reason:
                 raise
@@ -167,6 +171,12 @@ class Utterance:
                 status = "cancelled"
             self._service.forget(self)
             self._record(status)
+
+    def _tail(self) -> tuple[bytes, int]:
+        """End the encoding: the bytes of what the resampler and encoder still held, and its samples."""
+        held = self._resampler.flush() if self._resampler is not None else np.zeros(0, np.float32)
+        self.finished = True
+        return self.encoder.encode(held) + self.encoder.finish(), len(held)
 
     def summary(self) -> UtteranceSummary:
         stats = self._session.stats

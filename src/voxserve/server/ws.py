@@ -17,11 +17,13 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, ws_close_code
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
+from voxserve.server.contexts import ContextStream, open_stream
 from voxserve.server.service import SpeechRequest
 from voxserve.server.state import ServerState
 
 log = logging.getLogger("voxserve.server")
 ws_router = APIRouter()
+Stream = dx.DuplexStream | ContextStream
 
 
 def parse_message(raw: str) -> dx.ClientMessage:
@@ -37,13 +39,17 @@ def parse_message(raw: str) -> dx.ClientMessage:
         return dx.Invalid(
             InvalidInput("message needs a string field 'type' (config, text, flush, close, cancel, ping)")
         )
+    context = data.get("context_id")
+    if context is not None and (not isinstance(context, str) or not context or len(context) > 128):
+        return dx.Invalid(InvalidInput("'context_id' must be a non-empty string of at most 128 characters"))
     if kind == "text":
         text = data.get("text")
         if not isinstance(text, str):
             return dx.Invalid(InvalidInput("'text' message needs a string field 'text'"))
-        return dx.Text(text)
+        return dx.Text(text, context)
     if kind == "config":
         try:
+            protocol = _opt_int(data, "protocol")
             request = SpeechRequest(
                 voice=_opt_str(data, "voice"),
                 lang=_opt_str(data, "lang"),
@@ -54,11 +60,11 @@ def parse_message(raw: str) -> dx.ClientMessage:
             )
         except (TypeError, ValueError) as exc:
             return dx.Invalid(InvalidInput(f"bad config field: {exc}"))
-        return dx.Config(request)
+        return dx.Config(request, protocol, context)
     simple: dict[str, dx.ClientMessage] = {
-        "flush": dx.Flush(),
-        "close": dx.Close(),
-        "cancel": dx.Cancel(),
+        "flush": dx.Flush(context),
+        "close": dx.Close(context),
+        "cancel": dx.Cancel(context),
         "ping": dx.Ping(),
     }
     if kind in simple:
@@ -92,6 +98,14 @@ def _opt_int(data: dict[str, object], key: str) -> int | None:
 
 
 def event_json(event: dx.ServerEvent) -> dict[str, object]:
+    body = _event_body(event)
+    context = getattr(event, "context_id", None)
+    if context is not None:
+        body["context_id"] = context
+    return body
+
+
+def _event_body(event: dx.ServerEvent) -> dict[str, object]:
     if isinstance(event, dx.Chunk):
         c = event.chunk
         return {
@@ -101,6 +115,7 @@ def event_json(event: dx.ServerEvent) -> dict[str, object]:
             "duration_s": round(c.duration_s, 4),
             "bytes": len(c.audio),
             "words": [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in c.words],
+            "final": c.final,
         }
     if isinstance(event, dx.Done):
         s = event.summary
@@ -160,12 +175,14 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     token = bearer_token(websocket.headers.get("authorization")) or query.get("api_key") or query.get("token")
     first: dx.ClientMessage | None = None
     if service.authenticator.enabled and not token:
-        raw = await _receive_text(websocket, settings.max_ws_message_bytes)
-        first = raw if isinstance(raw, dx.Invalid) else parse_message(raw)
+        raw, first = await _receive_message(websocket, settings.max_ws_message_bytes)
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             token = json.loads(raw).get("api_key")  # type: ignore[arg-type]
     service.authorize(token, client)
-    stream = dx.DuplexStream(service, "ws", client)  # takes a stream slot per utterance, not per connection
+    if first is None:  # the first message chooses the protocol (the server sends nothing before it)
+        _, first = await _receive_message(websocket, settings.max_ws_message_bytes)
+    # a stream slot is taken per utterance (context), not per connection
+    stream = open_stream(service, "ws", client, first)
     try:
         reader = asyncio.create_task(_read(websocket, stream, first, settings.max_ws_message_bytes))
         writer = asyncio.create_task(_write(websocket, stream))
@@ -193,15 +210,19 @@ async def _receive_text(websocket: WebSocket, limit: int) -> str | dx.Invalid:
     return str(text)
 
 
-async def _read(websocket: WebSocket, stream: dx.DuplexStream, first: dx.ClientMessage | None, limit: int) -> None:
-    if first is not None:
-        await stream.handle(first)
+async def _receive_message(websocket: WebSocket, limit: int) -> tuple[str | dx.Invalid, dx.ClientMessage]:
+    raw = await _receive_text(websocket, limit)
+    return raw, raw if isinstance(raw, dx.Invalid) else parse_message(raw)
+
+
+async def _read(websocket: WebSocket, stream: Stream, first: dx.ClientMessage, limit: int) -> None:
+    await stream.handle(first)
     while True:
-        raw = await _receive_text(websocket, limit)
-        await stream.handle(raw if isinstance(raw, dx.Invalid) else parse_message(raw))
+        _, message = await _receive_message(websocket, limit)
+        await stream.handle(message)
 
 
-async def _write(websocket: WebSocket, stream: dx.DuplexStream) -> None:
+async def _write(websocket: WebSocket, stream: Stream) -> None:
     async for event in stream.events():
         await websocket.send_text(json.dumps(event_json(event)))
         if isinstance(event, dx.Chunk):
