@@ -21,6 +21,7 @@ from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
 from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance
 from voxserve.server.state import ServerState
+from voxserve.types import WordTiming
 
 log = logging.getLogger("voxserve.server")
 # OpenAI voice names map to the server's default voice unless a voice of that name exists.
@@ -169,10 +170,18 @@ async def _audio(chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
 
 
 async def _sse(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
+    """One ``speech.audio.delta`` per chunk with audio; the last has ``final: true``. A chunk without
+    bytes (a whole-file FLAC is all in the last one) sends nothing: its words go with the next delta."""
+    words: list[WordTiming] = []
     async for chunk in chunks:
+        words.extend(chunk.words)
+        if not chunk.audio and not chunk.final:
+            continue
         event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk.audio).decode()}
         if utterance.request.word_timings:
-            event["words"] = [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in chunk.words]
+            event["words"] = [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in words]
+        event["final"] = chunk.final
+        words = []
         yield _sse_line(event)
     summary = utterance.summary()
     chars = len(utterance.request.text)

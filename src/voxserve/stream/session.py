@@ -15,6 +15,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from voxserve.audio.dsp import trim_silence
 from voxserve.audio.joiner import Joiner
 from voxserve.audio.loudness import LoudnessNormalizer
@@ -107,6 +109,7 @@ class SynthesisSession:
         self.join_positions: list[int] = []  # stream samples where one segment's audio meets the next
         self._samples_out = 0
         self._chunks = 0
+        self._final_out = False
         self._task = asyncio.get_running_loop().create_task(self._produce())
 
     # --- input ------------------------------------------------------------------------
@@ -232,7 +235,8 @@ class SynthesisSession:
                 if not self._chars:
                     raise InvalidInput("input text is empty: nothing speakable was sent")
                 raise InvalidInput("input text has nothing speakable (only symbols, punctuation or emoji)")
-            await self._emit(self._loudness.process(self._joiner.finish()), final=True)
+            if not self._final_out:  # text closed after its last piece: the end marker has no audio
+                await self._emit(self._loudness.process(self._joiner.finish()), final=True)
             await self._out.put(_END)
         except asyncio.CancelledError:
             raise
@@ -279,8 +283,8 @@ class SynthesisSession:
             )
         assert isinstance(segments, list)
         for i, segment in enumerate(segments):
-            boundary = segment.boundary if i < len(segments) - 1 else text_segment.boundary
-            await self._speak_windows(segment, boundary)
+            last = i == len(segments) - 1
+            await self._speak_windows(segment, text_segment.boundary if last else segment.boundary, last)
 
     def _budget(self) -> tuple[tuple[float, float] | None, float]:
         """The engine's learned window cost at the threads this stream's jobs get now, and the load."""
@@ -315,7 +319,7 @@ class SynthesisSession:
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
         return window
 
-    async def _speak_windows(self, segment: PhonemeSegment, boundary: str) -> None:
+    async def _speak_windows(self, segment: PhonemeSegment, boundary: str, ends_text: bool) -> None:
         first_window, next_window = self._window_plan()
         pieces: Iterator[EngineAudio] = self.engine.stream(
             segment.phonemes,
@@ -345,6 +349,11 @@ class SynthesisSession:
                     tail=piece.tail if piece.last and self._pause_ms.get(boundary, 0.0) > 0 else None,
                 )
                 audio = self._loudness.process(joined.audio)
+                # the stream's last piece (text closed, nothing queued) takes the joiner's tail: its last
+                # chunk is the final one, with audio, rather than an empty end marker after it
+                final = piece.last and ends_text and self._closed and self._segments.qsize() == 1
+                if final:
+                    audio = np.concatenate([audio, self._loudness.process(self._joiner.finish())])
                 if piece.first and joined.span.out_start > 0:
                     self.join_positions.append(joined.span.out_start)
                 if self.params.word_timings and piece.first and piece.phoneme_durations is not None:
@@ -355,7 +364,7 @@ class SynthesisSession:
                         WordTiming(word, round((origin + a) / rate, 3), round((origin + b) / rate, 3))  # to the ms
                         for word, a, b in word_spans(segment, piece.phoneme_durations)
                     )
-                await self._emit(audio)
+                await self._emit(audio, final)
         finally:
             close = getattr(pieces, "close", None)
             if close is not None:
@@ -385,6 +394,7 @@ class SynthesisSession:
         parts = [audio[pos : pos + step] for pos in range(0, len(audio), step)] or [audio]
         for n, part in enumerate(parts):
             last = final and n == len(parts) - 1
+            self._final_out |= last
             end_s = (self._samples_out + len(part)) / self.sample_rate
             words = tuple(w for w in self._words if last or w.start_s < end_s)
             if words:
