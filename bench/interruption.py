@@ -4,7 +4,8 @@ Each run: context A speaks a long answer; once A has sent ``--after`` seconds of
 cancels A and at once sends context B's first text. Measured at the client:
 
 - cancel → last chunk of A (0 when no chunk of A came after the cancel), and cancel → A's ``done``;
-- B's first text → B's first audio frame.
+- B's first text → B's first audio frame;
+- for comparison, context C's first text → first audio on the same socket with nothing else playing.
 
     .venv/bin/python -m bench.interruption --engines piper --voice en_US-joe-medium --runs 10
 """
@@ -27,7 +28,7 @@ ANSWER = (
 FOLLOW_UP = "Sure, let's talk about that instead."
 
 
-def one_run(ws: ClientConnection, run: int, after_s: float) -> tuple[float, float, float]:
+def one_run(ws: ClientConnection, run: int, after_s: float) -> tuple[float, float, float, float]:
     a, b = f"a{run}", f"b{run}"
     ws.send(json.dumps({"type": "text", "context_id": a, "text": ANSWER}))
     ws.send(json.dumps({"type": "flush", "context_id": a}))
@@ -61,7 +62,16 @@ def one_run(ws: ClientConnection, run: int, after_s: float) -> tuple[float, floa
                 b_done = True
     if not b_done:
         drain_until_done(ws, b)
-    return (last_a - cancelled) * 1000, (a_done - cancelled) * 1000, (b_first - b_text) * 1000
+    c = f"c{run}"
+    c_text = time.perf_counter()
+    ws.send(json.dumps({"type": "text", "context_id": c, "text": FOLLOW_UP}))
+    ws.send(json.dumps({"type": "close", "context_id": c}))
+    while not isinstance(ws.recv(timeout=60), bytes):
+        pass
+    c_first = time.perf_counter()
+    drain_until_done(ws, c)
+    ms = [last_a - cancelled, a_done - cancelled, b_first - b_text, c_first - c_text]
+    return tuple(round(value * 1000, 1) for value in ms)  # type: ignore[return-value]
 
 
 def drain_until_done(ws: ClientConnection, context: str) -> None:
@@ -88,7 +98,12 @@ def main() -> None:
             results = [one_run(ws, run, args.after) for run in range(args.runs + 1)][1:]  # the first warms up
     finally:
         server.stop()
-    names = ("cancel_to_last_a_chunk_ms", "cancel_to_a_done_ms", "b_text_to_b_first_audio_ms")
+    names = (
+        "cancel_to_last_a_chunk_ms",
+        "cancel_to_a_done_ms",
+        "b_text_to_b_first_audio_ms",
+        "alone_text_to_first_audio_ms",
+    )
     report = {
         name: {"median": round(statistics.median(values), 1), "max": round(max(values), 1)}
         for name, values in zip(names, zip(*results, strict=True), strict=True)

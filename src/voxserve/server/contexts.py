@@ -179,7 +179,7 @@ class ContextStream:
         try:
             await dx.speak(self._service, ctx.turn, self._transport, self._client, emit)
         except VoxError as exc:  # this context's fault or the server's state: the connection goes on
-            await self._events.put((ctx, dx.Error(exc.code, exc.message, ctx.id)))
+            await self._events.put((ctx, dx.Error(exc.code, exc.message, ctx.id, exc.retry_after_s)))
         except Exception as exc:  # a server fault: events() raises it and the transport closes
             await self._events.put((ctx, exc))
             return

@@ -93,6 +93,7 @@ class Error:
     code: str
     message: str
     context_id: str | None = None
+    retry_after_s: float | None = None  # busy or restarting: when to try again
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,10 @@ def _event_body(event: dx.ServerEvent) -> dict[str, object]:
             "format": event.format,
         }
     if isinstance(event, dx.Error):
-        return {"type": "error", "code": event.code, "message": event.message}
+        error: dict[str, object] = {"type": "error", "code": event.code, "message": event.message}
+        if event.retry_after_s is not None:
+            error["retry_after_s"] = event.retry_after_s
+        return error
     return {"type": "pong"}
 
 
@@ -163,8 +166,13 @@ async def _close_with(websocket: WebSocket, exc: Exception) -> None:
         log.error("websocket closed on an unexpected error", exc_info=exc)
     if websocket.client_state is WebSocketState.CONNECTED:
         with contextlib.suppress(Exception):
-            await websocket.send_text(json.dumps({"type": "error", "code": body["code"], "message": body["message"]}))
+            error = event_json(dx.Error(str(body["code"]), str(body["message"]), None, _retry_after(exc)))
+            await websocket.send_text(json.dumps(error))
             await websocket.close(code=ws_close_code(exc), reason=str(body["message"])[:120])
+
+
+def _retry_after(exc: Exception) -> float | None:
+    return exc.retry_after_s if isinstance(exc, VoxError) else None
 
 
 async def _serve(websocket: WebSocket, state: ServerState) -> None:
