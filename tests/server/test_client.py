@@ -112,7 +112,7 @@ def test_retries_a_busy_server_after_retry_after(make_server: Any) -> None:
         releaser.join()
         assert pcm_rms(speech.audio) > 0.01
         assert time.monotonic() - started >= 1.0  # it waited the Retry-After second at least once
-    refused = [line for line in _metrics(busy) if 'voxserve_requests_total{' in line and '"503"' in line]
+    refused = [line for line in _metrics(busy) if "voxserve_requests_total{" in line and '"503"' in line]
     assert refused, "the first try was not refused"
 
 
@@ -120,4 +120,3 @@ def _metrics(server: RunningServer) -> list[str]:
     import httpx
 
     return httpx.get(server.base + "/metrics").text.splitlines()
-

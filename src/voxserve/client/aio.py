@@ -84,8 +84,7 @@ class AsyncClient:
         if response.status_code != 200:
             raise _http_error(response, response.content)
         return [
-            Voice(v["id"], v["engine"], v["lang"], v["gender"], int(v["sample_rate"]))
-            for v in response.json()["data"]
+            Voice(v["id"], v["engine"], v["lang"], v["gender"], int(v["sample_rate"])) for v in response.json()["data"]
         ]
 
     async def synthesize(self, text: str, **options: Any) -> Speech:
