@@ -13,6 +13,8 @@ import pytest
 from voxserve.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+# the framework plugins' tests need their own venv; tests/server/test_integrations.py runs them there
+collect_ignore = ["integrations"]
 ARTIFACTS = ROOT / "test-artifacts"
 
 

@@ -206,6 +206,11 @@ class Connection:
         assert self.ready is not None, "not connected"
         return self.ready.sample_rate
 
+    @property
+    def failed(self) -> bool:
+        """The socket is closed or lost: open a new connection."""
+        return self._ws is None or self._failure is not None
+
     def context(self, context_id: str | None = None) -> Context:
         """A new context (opened on the server by its first text)."""
         cid = context_id or uuid.uuid4().hex[:12]
