@@ -61,11 +61,14 @@ class PhonemeSegment:
 
 @dataclass(frozen=True)
 class WordTiming:
-    """Where a word is heard, in seconds from the start of the stream."""
+    """Where a word is heard, in seconds from the start of the stream, and where it was read from:
+    ``char_start``/``char_end`` index the stream's text as it was sent (``None`` when unknown)."""
 
     word: str
     start_s: float
     end_s: float
+    char_start: int | None = None
+    char_end: int | None = None
 
 
 @dataclass(frozen=True)

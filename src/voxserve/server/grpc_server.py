@@ -152,7 +152,10 @@ def _request(msg: pb.SynthesizeRequest | pb.StreamConfig) -> SpeechRequest:
 
 
 def _words(chunk: EncodedChunk) -> list[pb.WordTiming]:
-    return [pb.WordTiming(word=w.word, start_s=w.start_s, end_s=w.end_s) for w in chunk.words]
+    return [
+        pb.WordTiming(word=w.word, start_s=w.start_s, end_s=w.end_s, char_start=w.char_start, char_end=w.char_end)
+        for w in chunk.words
+    ]
 
 
 def _chunk(chunk: EncodedChunk) -> pb.AudioChunk:

@@ -19,7 +19,7 @@ from starlette.types import Message, Receive, Scope, Send
 from voxserve.errors import ClientTooSlow, InvalidInput, VoxError
 from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
-from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance
+from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance, word_json
 from voxserve.server.state import ServerState
 from voxserve.types import WordTiming
 
@@ -179,7 +179,7 @@ async def _sse(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) -> Asy
             continue
         event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk.audio).decode()}
         if utterance.request.word_timings:
-            event["words"] = [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in words]
+            event["words"] = [word_json(w) for w in words]
         event["final"] = chunk.final
         words = []
         yield _sse_line(event)

@@ -58,6 +58,15 @@ class EncodedChunk:
     final: bool
 
 
+def word_json(word: WordTiming) -> dict[str, object]:
+    """A word timing as JSON events carry it (WebSocket chunks, SSE deltas); the characters it was read
+    from when known."""
+    body: dict[str, object] = {"word": word.word, "start_s": word.start_s, "end_s": word.end_s}
+    if word.char_start is not None:
+        body["char_start"], body["char_end"] = word.char_start, word.char_end
+    return body
+
+
 @dataclass(frozen=True)
 class UtteranceSummary:
     audio_s: float

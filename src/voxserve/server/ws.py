@@ -18,7 +18,7 @@ from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, w
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.contexts import ContextStream, open_stream
-from voxserve.server.service import SpeechRequest
+from voxserve.server.service import SpeechRequest, word_json
 from voxserve.server.state import ServerState
 
 log = logging.getLogger("voxserve.server")
@@ -114,7 +114,7 @@ def _event_body(event: dx.ServerEvent) -> dict[str, object]:
             "offset_s": round(c.offset_s, 4),
             "duration_s": round(c.duration_s, 4),
             "bytes": len(c.audio),
-            "words": [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in c.words],
+            "words": [word_json(w) for w in c.words],
             "final": c.final,
         }
     if isinstance(event, dx.Done):

@@ -24,6 +24,7 @@ from voxserve.engines.base import Engine
 from voxserve.engines.onnx import RunControl
 from voxserve.engines.preemption import work_timer
 from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
+from voxserve.stream.alignment import SourceAligner
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.timing import word_spans
 from voxserve.stream.window_budget import next_window_s, start_window_s
@@ -105,6 +106,7 @@ class SynthesisSession:
         self._t_first_audio: float | None = None
         self._compute_s = 0.0
         self._words: list[WordTiming] = []
+        self._source = SourceAligner()  # the sent text, for each word's characters
         self._idle_handle: asyncio.TimerHandle | None = None
         self.join_positions: list[int] = []  # stream samples where one segment's audio meets the next
         self._samples_out = 0
@@ -125,6 +127,7 @@ class SynthesisSession:
             )
         if self._t_text is None:
             self._t_text = time.monotonic()
+        self._source.push(text)
         for segment in self._segmenter.push(text):
             self._segments.put_nowait(segment)
         self._arm_idle_flush()
@@ -282,6 +285,8 @@ class SynthesisSession:
                 )
             )
         assert isinstance(segments, list)
+        if self.params.word_timings and not self.params.phoneme_input:
+            self._source.segment(text_segment.text, [w.text for segment in segments for w in segment.words])
         for i, segment in enumerate(segments):
             last = i == len(segments) - 1
             await self._speak_windows(segment, text_segment.boundary if last else segment.boundary, last)
@@ -361,7 +366,7 @@ class SynthesisSession:
                     rate = self.sample_rate
                     origin = joined.span.out_start - joined.span.in_start + lead  # stream position of phoneme 0
                     self._words.extend(
-                        WordTiming(word, round((origin + a) / rate, 3), round((origin + b) / rate, 3))  # to the ms
+                        self._source.timing(word, round((origin + a) / rate, 3), round((origin + b) / rate, 3))  # to ms
                         for word, a, b in word_spans(segment, piece.phoneme_durations)
                     )
                 await self._emit(audio, final)
