@@ -31,13 +31,14 @@ def audio_of(frames: list[object], context_id: str | None = None) -> bytes:
 async def test_speaks_with_word_timestamps(base_url: str) -> None:
     tts = VoxServeTTSService(base_url=base_url, voice=PIPER)
     down, _ = await run_test(
-        tts, frames_to_send=[TTSSpeakFrame("Hello there, how can I help you today?")], pipeline_params=PARAMS
+        tts, frames_to_send=[TTSSpeakFrame("Hello there, it costs $5 today.")], pipeline_params=PARAMS
     )
     audio = audio_of(down)
     assert {f.sample_rate for f in down if isinstance(f, TTSAudioRawFrame)} == {16000}
     assert 1.0 < len(audio) / 2 / 16000 < 6.0 and pcm_rms(audio) > 0.01
     words = [f.text.strip() for f in down if isinstance(f, TTSTextFrame)]
     assert words[:3] == ["Hello", "there,", "how"] or words[:2] == ["Hello", "there"], words
+    assert "$5" in words and "dollars" not in words  # word frames show the text as sent
     assert any(isinstance(f, TTSStoppedFrame) for f in down)
 
 

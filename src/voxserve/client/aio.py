@@ -288,6 +288,7 @@ class Context:
     def __init__(self, connection: Connection, context_id: str) -> None:
         self.id = context_id
         self.done: Done | None = None
+        self.text = ""  # all text sent to the context: what words' char_start/char_end index
         self._connection = connection
         self._events: asyncio.Queue[AudioFrame | Done | BaseException] = asyncio.Queue()
 
@@ -296,6 +297,7 @@ class Context:
 
     async def push_text(self, text: str) -> None:
         await self._connection.send(type="text", context_id=self.id, text=text)
+        self.text += text
 
     async def flush(self) -> None:
         await self._connection.send(type="flush", context_id=self.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,6 +118,21 @@ class VoxServeError(Exception):
     def retryable(self) -> bool:
         """Busy or restarting (HTTP 503, WebSocket 1013, ``overloaded``/``shutting_down``): try again."""
         return self.status in (503, 1013) or self.code in ("overloaded", "shutting_down", "not_ready")
+
+
+def source_words(words: Iterable[WordTiming], text: str) -> Iterator[tuple[WordTiming, str]]:
+    """Each word with the characters of ``text`` (the text sent) it was read from, once per span: the
+    words spoken for one piece of text ("five", "dollars" for "$5") yield only the first, with "$5".
+    Words without a span yield their spoken form."""
+    last: tuple[int, int] | None = None
+    for word in words:
+        if word.char_start is None or word.char_end is None:
+            yield word, word.word
+            continue
+        span = (word.char_start, word.char_end)
+        if span != last:
+            last = span
+            yield word, text[word.char_start : word.char_end]
 
 
 def words_of(items: list[dict[str, Any]] | None) -> tuple[WordTiming, ...]:

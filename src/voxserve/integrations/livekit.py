@@ -23,6 +23,7 @@ from livekit.agents.utils import shortuuid
 
 from voxserve.client import AsyncClient, VoxServeError
 from voxserve.client.aio import Connection, Context
+from voxserve.client.types import source_words
 
 DEFAULT_SAMPLE_RATE = 24000
 
@@ -157,10 +158,13 @@ class SynthesizeStream(tts.SynthesizeStream):
             while (ctx := await segments.get()) is not None:
                 output_emitter.start_segment(segment_id=ctx.id)
                 async for frame in ctx:
-                    if frame.words:
-                        output_emitter.push_timed_transcript(
-                            [TimedString(f"{w.word} ", start_time=w.start_s, end_time=w.end_s) for w in frame.words]
-                        )
+                    # the transcript shows the text as sent ("$5", not "five dollars")
+                    timed = [
+                        TimedString(f"{text} ", start_time=w.start_s, end_time=w.end_s)
+                        for w, text in source_words(frame.words, ctx.text)
+                    ]
+                    if timed:
+                        output_emitter.push_timed_transcript(timed)
                     if frame.audio:
                         output_emitter.push(frame.audio)
                 output_emitter.end_segment()

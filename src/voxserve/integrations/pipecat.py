@@ -21,6 +21,8 @@ from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import WebsocketTTSService
 from websockets.protocol import State
 
+from voxserve.client.types import source_words, words_of
+
 
 class VoxServeTTSService(WebsocketTTSService):
     """voxserve as a Pipecat TTS. ``voice``: any voxserve voice id or blend; audio is 16-bit PCM at the
@@ -52,6 +54,7 @@ class VoxServeTTSService(WebsocketTTSService):
         self._speed = speed
         self._receive_task: Any = None
         self._chunk: dict[str, Any] | None = None  # a chunk event whose audio frame comes next
+        self._sent: dict[str, str] = {}  # text sent per context: what words' char_start/char_end index
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -125,7 +128,9 @@ class VoxServeTTSService(WebsocketTTSService):
         if chunk is None or not self.audio_context_available(chunk["context_id"]):
             return  # audio of a context already interrupted
         context_id = chunk["context_id"]
-        words = [(w["word"], float(w["start_s"])) for w in chunk.get("words", ())]
+        timings = words_of(chunk.get("words"))
+        # word frames show the text as sent ("$5", not "five dollars")
+        words = [(text, w.start_s) for w, text in source_words(timings, self._sent.get(context_id, ""))]
         if words:
             await self.add_word_timestamps(words, context_id)
         if audio:
@@ -137,7 +142,10 @@ class VoxServeTTSService(WebsocketTTSService):
         kind, context_id = event.get("type"), event.get("context_id")
         if kind == "chunk":
             self._chunk = event
-        elif kind == "done" and context_id and self.audio_context_available(context_id):
+        elif kind == "done" and context_id:
+            self._sent.pop(context_id, None)
+            if not self.audio_context_available(context_id):
+                return  # interrupted: Pipecat has let the context go
             await self.append_to_audio_context(context_id, TTSStoppedFrame(context_id=context_id))
             await self.remove_audio_context(context_id)
         elif kind == "error" and event.get("code") not in ("context_expired", "unknown_context"):
@@ -151,6 +159,7 @@ class VoxServeTTSService(WebsocketTTSService):
             if not self._websocket or self._websocket.state is State.CLOSED:
                 await self._connect()
             await self._send(type="text", context_id=context_id, text=text)
+            self._sent[context_id] = self._sent.get(context_id, "") + text
             await self._send(type="flush", context_id=context_id)
             await self.start_tts_usage_metrics(text)
         except Exception as exc:
