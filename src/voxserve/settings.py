@@ -189,6 +189,10 @@ class Settings(BaseSettings):
         description="Proxies (addresses or networks, '*' = any) whose X-Forwarded-For names the client.",
     )
     log_text: bool = Field(default=False, description="Include input text in access logs.")
+    lexicon: Path | None = Field(
+        default=None,
+        description="Pronunciation dictionary: a JSON file of entries per language (docs/protocol.md).",
+    )
 
     @field_validator(
         "providers",

@@ -112,6 +112,8 @@ def test_retries_a_busy_server_after_retry_after(make_server: Any) -> None:
         releaser.join()
         assert pcm_rms(speech.audio) > 0.01
         assert time.monotonic() - started >= 1.0  # it waited the Retry-After second at least once
+        while recv_json(ws)["type"] != "done":  # read what was sent, so the socket closes at once
+            pass
     refused = [line for line in _metrics(busy) if "voxserve_requests_total{" in line and '"503"' in line]
     assert refused, "the first try was not refused"
 

@@ -63,7 +63,7 @@ def test_overlapping_contexts_each_get_their_audio_and_done(server: RunningServe
     """B starts while A still plays; both are spoken, every event names its context, framing holds."""
     with connect(server.ws) as ws:
         open_v2(ws, word_timings=True)
-        send(ws, type="text", context_id="a", text=LONG)
+        send(ws, type="text", context_id="a", text="This first answer runs for a few seconds, long enough to overlap.")
         send(ws, type="close", context_id="a")
         first, _ = event(ws)
         assert first["type"] == "chunk" and first["context_id"] == "a"

@@ -221,21 +221,13 @@ class ContextStream:
     async def events(self, watch: asyncio.Task[None] | None = None) -> AsyncIterator[dx.ServerEvent]:
         """Server events in order. If ``watch`` (e.g. the task reading client messages) fails, re-raise."""
         while True:
-            getter = asyncio.ensure_future(self._events.get())
-            waiting: set[asyncio.Future[object]] = {getter}  # type: ignore[arg-type]
-            if watch is not None:
-                waiting.add(watch)  # type: ignore[arg-type]
-            try:
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if not getter.done():
-                    getter.cancel()
-            if getter not in done:
+            got, item, _ = await dx.next_item(self._events, watch)
+            if not got:
                 assert watch is not None
                 watch.result()  # raises what stopped the reader
                 watch = None
                 continue
-            ctx, event = getter.result()
+            ctx, event = item
             if event is _END:
                 return
             if isinstance(event, BaseException):

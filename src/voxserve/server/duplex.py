@@ -13,6 +13,7 @@ import itertools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput
 from voxserve.server.ratelimit import TokenBuckets
@@ -186,17 +187,9 @@ class DuplexStream:
     async def events(self, watch: asyncio.Task[None] | None = None) -> AsyncIterator[ServerEvent]:
         """Server events in order. If ``watch`` (e.g. the task reading client messages) fails, re-raise."""
         while True:
-            getter = asyncio.ensure_future(self._events.get())
-            waiting: set[asyncio.Future[object]] = {getter, self._pump}  # type: ignore[arg-type]
-            if watch is not None:
-                waiting.add(watch)  # type: ignore[arg-type]
-            try:
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if not getter.done():
-                    getter.cancel()
-            if getter not in done:
-                if watch is not None and watch in done:
+            got, event, finished = await next_item(self._events, self._pump, watch)
+            if not got:
+                if watch is not None and watch in finished:
                     watch.result()  # raises what stopped the reader
                     watch = None
                     continue
@@ -204,10 +197,9 @@ class DuplexStream:
                     self._pump.result()  # re-raise what stopped the pump
                     return
                 continue
-            event = getter.result()
             if event is _END:
                 return
-            yield event  # type: ignore[misc]
+            yield event
 
     async def aclose(self) -> None:
         """Cancel everything still running (client gone or connection failed)."""
@@ -267,6 +259,23 @@ class DuplexStream:
             await self._events.put(Chunk(chunk))
 
         await speak(self._service, turn, self._transport, self._client, emit)
+
+
+async def next_item(
+    queue: asyncio.Queue[Any], *watched: asyncio.Future[Any] | None
+) -> tuple[bool, Any, set[asyncio.Future[Any]]]:
+    """The next item of ``queue``, unless a ``watched`` task finishes first: (got one, the item, the
+    watched tasks that finished)."""
+    getter = asyncio.ensure_future(queue.get())
+    waiting = {getter, *(task for task in watched if task is not None)}
+    try:
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not getter.done():
+            getter.cancel()
+    if getter in done:
+        return True, getter.result(), done - {getter}
+    return False, None, done
 
 
 async def speak(

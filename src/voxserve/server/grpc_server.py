@@ -17,7 +17,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from voxserve.errors import ClientTooSlow, VoxError, error_body, grpc_status_name
+from voxserve.errors import ClientTooSlow, InvalidInput, VoxError, error_body, grpc_status_name
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.contexts import open_stream
@@ -26,6 +26,7 @@ from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from voxserve.server.proxies import client_address
 from voxserve.server.service import EncodedChunk, SpeechRequest
 from voxserve.server.state import ServerState
+from voxserve.text.lexicon import parse_entries
 
 log = logging.getLogger("voxserve.server")
 _SERVICE = "voxserve.v1.VoxServe"
@@ -140,7 +141,11 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
 
 
 def _request(msg: pb.SynthesizeRequest | pb.StreamConfig) -> SpeechRequest:
+    entries = [
+        {field.name: value for field, value in entry.ListFields()} for entry in msg.lexicon
+    ]  # absent fields stay absent, as in JSON
     return SpeechRequest(
+        lexicon=parse_entries(entries),
         voice=msg.voice or None,
         text=getattr(msg, "text", ""),
         lang=msg.lang if msg.HasField("lang") else None,
@@ -173,7 +178,10 @@ def _client_message(msg: pb.StreamRequest) -> dx.ClientMessage:
     kind = msg.WhichOneof("kind")
     context = msg.context_id or None
     if kind == "config":
-        return dx.Config(_request(msg.config), msg.config.protocol or None, context)
+        try:
+            return dx.Config(_request(msg.config), msg.config.protocol or None, context)
+        except InvalidInput as exc:
+            return dx.Invalid(exc)
     if kind == "text":
         return dx.Text(msg.text.text, context)
     simple: dict[str | None, dx.ClientMessage] = {
@@ -182,8 +190,6 @@ def _client_message(msg: pb.StreamRequest) -> dx.ClientMessage:
         "cancel": dx.Cancel(context),
         "ping": dx.Ping(),
     }
-    from voxserve.errors import InvalidInput
-
     return simple.get(kind) or dx.Invalid(InvalidInput("empty StreamRequest"))
 
 

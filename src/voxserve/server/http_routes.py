@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -21,6 +21,7 @@ from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
 from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance, word_json
 from voxserve.server.state import ServerState
+from voxserve.text.lexicon import parse_entries
 from voxserve.types import WordTiming
 
 log = logging.getLogger("voxserve.server")
@@ -45,6 +46,7 @@ class SpeechBody(BaseModel):
     lang: str | None = None
     sample_rate: int | None = None
     timestamps: bool = Field(default=False, description="Word timings in SSE delta events.")
+    lexicon: list[Any] | None = Field(default=None, description="Pronunciation entries (docs/protocol.md).")
 
 
 def state_of(request: Request) -> ServerState:
@@ -112,6 +114,7 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
             format=body.response_format,
             sample_rate=rate,
             word_timings=body.timestamps,
+            lexicon=parse_entries(body.lexicon),
             # a streamed FLAC header can't hold the length, and libsndfile (soundfile) refuses such files:
             # FLAC comes whole, once made (faster than real time: the text is all there), also in SSE
             whole_file=body.response_format.lower() == "flac",

@@ -28,7 +28,7 @@ from voxserve.settings import Settings
 from voxserve.text.languages import normalize_lang
 from voxserve.types import MAX_OUTPUT_RATE as MAX_RATE
 from voxserve.types import MIN_OUTPUT_RATE as MIN_RATE
-from voxserve.types import SynthesisParams, VoiceInfo, WordTiming
+from voxserve.types import LexiconEntry, SynthesisParams, VoiceInfo, WordTiming
 
 access_log = logging.getLogger("voxserve.access")
 log = logging.getLogger("voxserve.server")
@@ -46,6 +46,7 @@ class SpeechRequest:
     sample_rate: int | None = None
     word_timings: bool = False
     whole_file: bool = False  # a compressed format sent as one complete file at the end (HTTP FLAC)
+    lexicon: tuple[LexiconEntry, ...] = ()  # the caller's pronunciation entries (text/lexicon.py)
 
 
 @dataclass(frozen=True)
@@ -312,7 +313,11 @@ class SpeechService:
         still arrives and a listener plays along; else the audio is made as fast as it is taken."""
         assert request.voice is not None
         params = SynthesisParams(
-            voice=request.voice, speed=request.speed, lang=request.lang, word_timings=request.word_timings
+            voice=request.voice,
+            speed=request.speed,
+            lang=request.lang,
+            word_timings=request.word_timings,
+            lexicon=request.lexicon,
         )
         self.lifecycle.require_ready()  # also refuses new utterances on open connections while draining
         session = self.runtime.open_session(params, pace=pace)

@@ -20,6 +20,7 @@ from voxserve.server.auth import bearer_token
 from voxserve.server.contexts import ContextStream, open_stream
 from voxserve.server.service import SpeechRequest, word_json
 from voxserve.server.state import ServerState
+from voxserve.text.lexicon import parse_entries
 
 log = logging.getLogger("voxserve.server")
 ws_router = APIRouter()
@@ -57,7 +58,10 @@ def parse_message(raw: str) -> dx.ClientMessage:
                 format=str(data.get("format", "pcm")),
                 sample_rate=_opt_int(data, "sample_rate"),
                 word_timings=_opt_bool(data, "word_timings"),
+                lexicon=parse_entries(data.get("lexicon")),
             )
+        except InvalidInput as exc:
+            return dx.Invalid(exc)
         except (TypeError, ValueError) as exc:
             return dx.Invalid(InvalidInput(f"bad config field: {exc}"))
         return dx.Config(request, protocol, context)

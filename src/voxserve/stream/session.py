@@ -281,7 +281,7 @@ class SynthesisSession:
         else:
             segments = await self._timed(
                 lambda: frontend.phonemize_segment(
-                    text_segment, lang, engine.alphabet, max_phonemes=engine.max_phonemes
+                    text_segment, lang, engine.alphabet, max_phonemes=engine.max_phonemes, lexicon=self.params.lexicon
                 )
             )
         assert isinstance(segments, list)
