@@ -98,7 +98,7 @@ class AsyncClient:
 
     async def stream(self, text: str, **options: Any) -> AsyncIterator[AudioFrame]:
         """Audio frames as the server makes them (HTTP, SSE events), with word timings if asked.
-        ``options``: voice, format, sample_rate, speed, lang, word_timings."""
+        ``options``: voice, format, sample_rate, speed, lang, word_timings, lexicon (docs/protocol.md)."""
         async for _, frame in self._sse(text, **options):
             yield frame
 
@@ -112,9 +112,11 @@ class AsyncClient:
         speed: float = 1.0,
         lang: str | None = None,
         word_timings: bool = False,
+        lexicon: list[dict[str, str]] | None = None,
     ) -> AsyncIterator[tuple[int, AudioFrame]]:
         body: dict[str, Any] = {"input": text, "response_format": format, "speed": speed, "stream_format": "sse"}
-        body.update({k: v for k, v in (("voice", voice), ("sample_rate", sample_rate), ("lang", lang)) if v})
+        options = (("voice", voice), ("sample_rate", sample_rate), ("lang", lang), ("lexicon", lexicon))
+        body.update({k: v for k, v in options if v})
         body["timestamps"] = word_timings
         response = await with_retries(lambda: self._open_stream(body), self.retries)
         try:
@@ -149,7 +151,7 @@ class AsyncClient:
 
     def connect(self, **config: Any) -> Connection:
         """A protocol-2 WebSocket (``async with``); ``config``: voice, format, sample_rate, speed, lang,
-        word_timings, the defaults of its contexts."""
+        word_timings, lexicon: the defaults of its contexts."""
         ws_url = "ws" + self.base_url[4:] if self.base_url.startswith("http") else self.base_url
         return Connection(ws_url + "/v1/tts/stream", self._headers, config, self.retries)
 
