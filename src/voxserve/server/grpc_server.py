@@ -153,6 +153,7 @@ def _request(msg: pb.SynthesizeRequest | pb.StreamConfig) -> SpeechRequest:
         format=msg.format or "pcm",
         sample_rate=msg.sample_rate if msg.HasField("sample_rate") else None,
         word_timings=msg.word_timings,
+        input_format=getattr(msg, "input_format", "") or None,
     )
 
 

@@ -47,6 +47,7 @@ class SpeechBody(BaseModel):
     sample_rate: int | None = None
     timestamps: bool = Field(default=False, description="Word timings in SSE delta events.")
     lexicon: list[Any] | None = Field(default=None, description="Pronunciation entries (docs/protocol.md).")
+    input_format: str | None = Field(default=None, description="text or ssml (default: ssml if it starts <speak>)")
 
 
 def state_of(request: Request) -> ServerState:
@@ -115,6 +116,7 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
             sample_rate=rate,
             word_timings=body.timestamps,
             lexicon=parse_entries(body.lexicon),
+            input_format=body.input_format,
             # a streamed FLAC header can't hold the length, and libsndfile (soundfile) refuses such files:
             # FLAC comes whole, once made (faster than real time: the text is all there), also in SSE
             whole_file=body.response_format.lower() == "flac",

@@ -26,6 +26,7 @@ from voxserve.server.ratelimit import RateLimiter
 from voxserve.server.runtime_api import RuntimeLike, SessionLike
 from voxserve.settings import Settings
 from voxserve.text.languages import normalize_lang
+from voxserve.text.ssml import looks_like_ssml, ssml_to_text
 from voxserve.types import MAX_OUTPUT_RATE as MAX_RATE
 from voxserve.types import MIN_OUTPUT_RATE as MIN_RATE
 from voxserve.types import LexiconEntry, SynthesisParams, VoiceInfo, WordTiming
@@ -47,6 +48,7 @@ class SpeechRequest:
     word_timings: bool = False
     whole_file: bool = False  # a compressed format sent as one complete file at the end (HTTP FLAC)
     lexicon: tuple[LexiconEntry, ...] = ()  # the caller's pronunciation entries (text/lexicon.py)
+    input_format: str | None = None  # "text" or "ssml"; None: SSML when the text starts with <speak>
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,17 @@ class Utterance:
         access_log.info(json.dumps(line))
 
 
+def _read_ssml(request: SpeechRequest) -> SpeechRequest:
+    kind = (request.input_format or "").lower()
+    if kind not in ("", "text", "ssml"):
+        raise InvalidInput(f"input_format must be 'text' or 'ssml', got {request.input_format!r}")
+    if kind != "ssml" and (kind == "text" or not looks_like_ssml(request.text)):
+        return request
+    document = ssml_to_text(request.text)
+    speed = request.speed * document.speed if document.speed is not None else request.speed
+    return replace(request, text=document.text, speed=speed, input_format="text")
+
+
 class SpeechService:
     def __init__(
         self,
@@ -284,8 +297,10 @@ class SpeechService:
 
     # --- requests ------------------------------------------------------------------
     def validate(self, request: SpeechRequest, *, needs_text: bool) -> SpeechRequest:
-        """Fill defaults and check every option; raise :class:`InvalidInput` with what to fix."""
+        """Fill defaults and check every option; raise :class:`InvalidInput` with what to fix. SSML
+        input becomes the text it reads (text/ssml.py)."""
         self.lifecycle.require_ready()
+        request = _read_ssml(request)
         voice = (request.voice or self.settings.default_voice).strip()
         info = self.voice(voice)
         if request.lang is not None:
