@@ -23,7 +23,7 @@ from .test_grpc import stub
 from .test_ws import recv_json, send, utterance
 
 pytestmark = pytest.mark.e2e
-BRAND = "My new phone is a Xyzzo."
+BRAND = "I bought the Xyzzo today."
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +42,9 @@ def test_a_brand_name_is_spoken_as_the_request_says(server: RunningServer, banan
     body["lexicon"] = [{"word": "xyzzo", "phonemes": banana}]
     changed = httpx.post(server.base + "/v1/audio/speech", json=body, timeout=30)
     assert plain.status_code == changed.status_code == 200
-    assert "banana" not in heard(plain.content, 16000, transcribe)
-    assert "banana" in heard(changed.content, 16000, transcribe)
+    # Whisper hears "banana" (sometimes run into the word before, "abenana")
+    assert "nana" not in heard(plain.content, 16000, transcribe)
+    assert "nana" in heard(changed.content, 16000, transcribe)
 
 
 def test_unknown_symbols_are_refused_by_name(server: RunningServer) -> None:
@@ -92,4 +93,4 @@ def test_the_cli(tmp_path: Path, banana: str, transcribe: Any) -> None:
     command = [sys.executable, "-m", "voxserve", "-q", "say", "-v", PIPER, "--lexicon", str(lexicon), "-o", str(out)]
     subprocess.run([*command, BRAND], check=True, capture_output=True, timeout=120)
     samples, rate = soundfile.read(out, dtype="float32")
-    assert "banana" in str(transcribe(samples, rate)).lower()
+    assert "nana" in str(transcribe(samples, rate)).lower()
