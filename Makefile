@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install models serve test lint bench clean system-deps
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py src/voxserve/server/protos/voxserve.proto
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

@@ -182,6 +182,7 @@ async def _sse(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) -> Asy
             "usage": {"input_tokens": chars, "output_tokens": 0, "total_tokens": chars},
             "audio_s": round(summary.audio_s, 3),
             "ttfa_ms": summary.ttfa_ms,
+            "stall_s": round(summary.stall_s, 3),
         }
     )
 
