@@ -28,6 +28,7 @@ from voxserve.errors import NotReady, UnknownVoice, UnsupportedLanguage
 from voxserve.models import ModelStore
 from voxserve.models.split_cache import ensure_split_graphs, resolve_precision
 from voxserve.settings import Settings
+from voxserve.stream.capacity import StreamCost, stream_share
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SessionConfig, SynthesisSession
 from voxserve.text.frontend import Frontend
@@ -57,6 +58,8 @@ class Runtime:
         self._pool: WorkerPool | None = None
         self._batch = BatchPolicy()
         self._thread_levels: tuple[int | None, ...] = (None,)
+        self._cores = 1  # cores the pool's jobs share (intra-op threads of the widest session)
+        self._on_gpu = False
         self._streamers: list[KokoroStreamer] = []
         self._lock = threading.Lock()
         self.load_seconds: dict[str, float] = {}
@@ -76,6 +79,7 @@ class Runtime:
                 elastic=self._elastic(),
             )
             self._batch = batch_policy(self.settings, factory.on_gpu)
+            self._cores, self._on_gpu = factory.intra_op_threads, factory.on_gpu
             for name in self.settings.engines:
                 t0 = time.perf_counter()
                 engine = self._build_engine(name, factory)
@@ -218,6 +222,21 @@ class Runtime:
         """(Kokoro decoder calls made, windows they decoded): equal unless windows were batched."""
         runners = [streamer.decoder for streamer in self._streamers]
         return sum(r.batches for r in runners), sum(r.windows for r in runners)
+
+    def stream_share(self, engine: str) -> float | None:
+        """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy, from the
+        window costs learned here (:mod:`voxserve.stream.capacity`); None while unknown or on a GPU."""
+        found = self._engines.get(engine)
+        learned = found.window_cost if found is not None else None
+        if learned is None or self._on_gpu:
+            return None
+        # under load each job runs at the narrowest thread level (elastic), else at the sessions' threads
+        narrowest = self._thread_levels[-1]
+        fit = learned.fit(narrowest)
+        if fit is None:
+            return None
+        cost = StreamCost(fit[0], fit[1], narrowest or self._cores)
+        return stream_share(cost, self.session_config().max_window_s, self._cores)
 
     def scheduler_stats(self) -> SchedulerStats:
         """The worker pool's state (all zero while models load)."""

@@ -152,10 +152,19 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     grpc_port: int = Field(default=50051, description="0 disables the gRPC server.")
-    max_streams: int = Field(default=16, ge=1, description="Concurrent synthesis streams.")
-    max_queue: int = Field(default=32, ge=0, description="Requests waiting for a stream slot.")
+    max_load: float = Field(
+        default=1.0,
+        gt=0,
+        le=4.0,
+        description="Admit a new stream only while the streams' predicted demand, from costs measured on this "
+        "machine, stays within this fraction of its cores (1.0: every core). /readyz answers 503 'full' beyond it.",
+    )
+    max_streams: int = Field(
+        default=128, ge=1, description="Ceiling on concurrent synthesis streams, whatever they cost."
+    )
+    max_queue: int = Field(default=0, ge=0, description="Streams that may wait for capacity (0: refuse at once).")
     queue_timeout_s: float = Field(
-        default=30.0, gt=0, le=600, description="Longest a queued request waits for a slot before it is refused."
+        default=1.0, gt=0, le=600, description="Longest a waiting stream waits for capacity before it is refused."
     )
     shutdown_grace_s: float = Field(default=10.0, ge=0)
     client_stall_s: float = Field(

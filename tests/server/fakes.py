@@ -32,6 +32,9 @@ class BlockedLoadRuntime:
     def scheduler_stats(self) -> SchedulerStats:
         return SchedulerStats(0, 0, 0)
 
+    def stream_share(self, engine: str) -> float | None:
+        return None
+
     def close(self) -> None:
         self.release.set()
 

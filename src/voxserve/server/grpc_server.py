@@ -224,7 +224,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         # one message holds the whole file: a FLAC one with its length in the header, as libsndfile needs
         whole = replace(_request(request), whole_file=request.format.lower() == "flac")
         req = service.validate(whole, needs_text=True)
-        async with self._state.admission.slot():
+        async with self._state.admission.slot(service.share(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             parts: list[bytes] = []
             words: list[pb.WordTiming] = []
@@ -246,7 +246,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     ) -> AsyncIterator[pb.AudioChunk]:
         service = self._state.service
         req = service.validate(_request(request), needs_text=True)
-        async with self._state.admission.slot():
+        async with self._state.admission.slot(service.share(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             async for chunk in utterance.chunks():
                 yield _chunk(chunk)

@@ -60,6 +60,11 @@ class Metrics:
         )
         self.active_streams = Gauge("voxserve_active_streams", "Synthesis streams running now.", registry=r)
         self.queue_depth = Gauge("voxserve_queue_depth", "Requests waiting for a stream slot.", registry=r)
+        self.load = Gauge(
+            "voxserve_load",
+            "Streams' predicted demand against this machine's measured capacity (1 = every core busy).",
+            registry=r,
+        )
         self.audio_seconds = Counter(
             "voxserve_audio_seconds", "Seconds of audio produced.", ("engine", "voice", "transport"), registry=r
         )
@@ -72,9 +77,10 @@ class Metrics:
         """Export the worker pool's state, read at each scrape."""
         self.registry.register(_SchedulerCollector(read))
 
-    def on_admission(self, active: int, queued: int) -> None:
+    def on_admission(self, active: int, queued: int, load: float) -> None:
         self.active_streams.set(active)
         self.queue_depth.set(queued)
+        self.load.set(load)
 
     def observe_stream(
         self,

@@ -270,6 +270,15 @@ class SpeechService:
         """Voices by lower-case id, so "AF_HEART" finds af_heart."""
         return {voice.id.lower(): voice for voice in self.voices()}
 
+    def share(self, request: SpeechRequest) -> float | None:
+        """What one real-time stream of this request's voice takes of the machine (admission's unit); None
+        when not known (no cost learned yet, or a voice no engine serves: the default one on a fake runtime)."""
+        try:
+            engine = self.voice(request.voice or self.settings.default_voice).engine
+        except VoxError:
+            return None
+        return self.runtime.stream_share(engine)
+
     def engines(self) -> list[str]:
         return sorted({voice.engine for voice in self.voices()})
 
