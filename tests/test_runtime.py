@@ -57,3 +57,11 @@ def test_the_languages_of_its_voices_are_ready_at_start(runtime) -> None:  # typ
     assert {("zh", "misaki"), ("ja", "misaki"), ("fr", "misaki")} <= set(runtime.frontend._g2ps)
     assert Runtime(Settings(_env_file=None, warm_languages="none"))._warm_languages() == []  # type: ignore[call-arg]
     assert Runtime(Settings(_env_file=None, warm_languages="zh, ja"))._warm_languages() == ["zh", "ja"]  # type: ignore[call-arg]
+
+
+def test_a_windowed_runtime_loads_the_whole_models_only_when_something_needs_them(runtime) -> None:  # type: ignore[no-untyped-def]
+    from voxserve.engines.onnx import LazySession
+
+    for name, engine in runtime.engines.items():
+        assert engine.windowed, name
+        assert isinstance(engine.session, LazySession), name  # streaming never touches it

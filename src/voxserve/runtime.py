@@ -144,7 +144,8 @@ class Runtime:
         windowed = self.settings.decode_mode == "windowed"
         windows = self.window_config()
         if name == "kokoro":
-            session = factory.create(self.store.kokoro_model(), elastic=False)  # the whole model: sentence mode
+            model = self.store.kokoro_model()  # the whole model: sentence mode, loaded when first used if windowed
+            session = factory.lazy(model) if windowed else factory.create(model, elastic=False)
             kokoro_streamer = None
             if windowed:
                 precision = resolve_precision(self.settings.precision, factory.on_gpu)
@@ -163,7 +164,8 @@ class Runtime:
                 config.sample_rate,
                 context_frames=windows.frames(windows.context_s, PIPER_HOP / config.sample_rate),
             )
-        whole = factory.create(self.store.piper_model(), elastic=False)  # the whole model: sentence mode
+        model = self.store.piper_model()  # the whole model: sentence mode, loaded when first used if windowed
+        whole = factory.lazy(model) if windowed else factory.create(model, elastic=False)
         return PiperEngine(whole, config, streamer=piper_streamer, windows=windows)
 
     def warm_up(self) -> None:
