@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the end-to-end tests use (Chromium for the playground test, nginx for
-# the load-balancing test), when missing and when we may; and unpacks promtool (Debian's `prometheus`
+# the load-balancing test, systemd for systemd-analyze), when missing and when we may; and unpacks promtool (Debian's `prometheus`
 # package, extracted, never installed: no daemon) into .tools/prometheus for the alert-rule tests.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,6 +25,7 @@ fi
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)  # verifies deploy/systemd's units
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
   echo "missing Debian packages: ${need[*]} (install them as root: apt-get install ${need[*]})" >&2
