@@ -128,3 +128,9 @@ def test_the_dashboard_reads_the_provisioned_datasource() -> None:
     assert len(ids) == len(set(ids))
     (provider,) = yaml.safe_load((GRAFANA / "provisioning" / "dashboards" / "voxserve.yml").read_text())["providers"]
     assert provider["options"]["path"] == "/var/lib/grafana/dashboards"
+
+
+def test_the_deploy_guide_lists_every_panel() -> None:
+    guide = (ROOT / "docs" / "deploy.md").read_text()
+    missing = [panel["title"] for panel in dashboard()["panels"] if f"| {panel['title']}" not in guide]
+    assert not missing, missing
