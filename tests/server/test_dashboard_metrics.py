@@ -22,6 +22,13 @@ from .support import PIPER, SHORT, RunningServer, SharedRuntime, server_settings
 ROOT = Path(__file__).resolve().parents[2]
 # series Prometheus makes itself for each target, not read from /metrics
 SCRAPE_SERIES = {"up"}
+# the sample names of each metric type (a labelled metric is declared before its first sample)
+SAMPLES = {
+    "counter": ("_total", "_created"),
+    "histogram": ("_bucket", "_sum", "_count", "_created"),
+    "summary": ("", "_sum", "_count", "_created"),
+    "info": ("_info",),
+}
 
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _VARIABLES = re.compile(r"\$\{?\w+\}?")  # Grafana's $job, $__rate_interval …
@@ -80,7 +87,9 @@ def used_names() -> dict[str, set[str]]:
 
 @pytest.fixture(scope="module")
 def scraped(shared_runtime: RuntimeLike) -> Iterator[set[str]]:
-    """The sample names of a real server's /metrics after one synthesis (so its histograms have series)."""
+    """The sample names a real server's /metrics declares, after one synthesis (so its histograms have
+    series). A labelled counter such as voxserve_stalled_streams_total has no sample before its first
+    increment, but its HELP and TYPE lines are there."""
     server = RunningServer(server_settings(), SharedRuntime(shared_runtime))  # type: ignore[arg-type]
     try:
         body = {"input": SHORT, "voice": PIPER, "response_format": "pcm"}
@@ -88,7 +97,9 @@ def scraped(shared_runtime: RuntimeLike) -> Iterator[set[str]]:
         text = httpx.get(server.base + "/metrics").text
     finally:
         server.stop()
-    yield {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
+    families = list(text_string_to_metric_families(text))
+    declared = {family.name + suffix for family in families for suffix in SAMPLES.get(family.type, ("",))}
+    yield declared | {sample.name for family in families for sample in family.samples}
 
 
 @pytest.mark.e2e
