@@ -37,7 +37,7 @@ ENV PATH=/opt/voxserve/bin:$PATH \
     VOXSERVE_GRPC_PORT=50051
 USER 10001:10001
 EXPOSE 8000 50051
-# ready once the models are loaded and warm; 503 while draining on SIGTERM
+# ready once the models are loaded and warm; 503 while full or draining (on SIGTERM)
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)"]
 STOPSIGNAL SIGTERM
