@@ -9,13 +9,13 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py src/voxserve/server/protos/voxserve.proto
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,ops]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
 # Debian packages the end-to-end tests need (Chromium for the playground test, nginx for the
-# load-balancing test).
+# load-balancing test, promtool for the alert rules).
 system-deps:
 	@bash scripts/system-deps.sh
 
