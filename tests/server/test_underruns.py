@@ -75,7 +75,7 @@ def test_audio_ahead_of_the_listener_is_no_stall() -> None:
         done = _ws_done(running)
         assert done["stalls"] == 0 and done["stall_s"] == 0.0
         metrics = httpx.get(running.base + "/metrics").text
-        assert "voxserve_stalled_streams_total{" not in metrics
+        assert 'voxserve_stalled_streams_total{engine="fake",transport="ws"} 0.0' in metrics
         assert 'voxserve_stall_seconds_bucket{engine="fake",le="0.0",transport="ws"} 1.0' in metrics
     finally:
         running.stop()

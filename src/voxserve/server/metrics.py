@@ -98,8 +98,9 @@ class Metrics:
             self.rtf.labels(engine, voice, transport).observe(compute_s / audio_s)
             self.audio_seconds.labels(engine, voice, transport).inc(audio_s)
             self.stall_seconds.labels(engine, transport).observe(stall_s)
+            stalled = self.stalled_streams.labels(engine, transport)  # 0 until the first stall, not absent
             if stall_s > 0:
-                self.stalled_streams.labels(engine, transport).inc()
+                stalled.inc()
 
     def count(self, transport: str, route: str, status: str | int) -> None:
         self.requests.labels(transport, route, str(status)).inc()
