@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from dataclasses import replace
 
 import numpy as np
 from pesq import pesq
@@ -26,6 +27,7 @@ from voxserve.engines.kokoro_stream import HOP, SAMPLE_RATE, KokoroFront
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
+from voxserve.tuning import Tuning
 
 SENTENCES = [
     "Sure, I can help with that.",
@@ -51,13 +53,12 @@ def main() -> None:
     )
     parser.add_argument("--first-context-ms", type=int, default=None, help="override window_first_context_ms")
     args = parser.parse_args()
-    overrides: dict[str, object] = {"engines": ["kokoro"], "window_early_stats": not args.late_stats}
+    tuning = Tuning(window_early_stats=not args.late_stats)
     if args.context_ms is not None:
-        overrides["window_context_ms"] = args.context_ms
+        tuning = replace(tuning, window_context_ms=args.context_ms)
     if args.first_context_ms is not None:
-        overrides["window_first_context_ms"] = args.first_context_ms
-    settings = Settings(_env_file=None, **overrides)  # type: ignore[arg-type, call-arg]
-    runtime = Runtime(settings)
+        tuning = replace(tuning, window_first_context_ms=args.first_context_ms)
+    runtime = Runtime(Settings(_env_file=None, engines=["kokoro"]), tuning)  # type: ignore[call-arg]
     runtime.load(warm=True)  # warm-up and learned statistics, as the server starts
     engine = runtime.engines["kokoro"]
     assert isinstance(engine, KokoroEngine) and engine.streamer is not None, "needs windowed decoding"
