@@ -69,8 +69,9 @@ def test_record_without_audio_is_a_failure() -> None:
 
 def _level(n: int, first_audio: list[float], stalled: int = 0, errors: int = 0) -> LevelSummary:
     records = [
-        record_from_arrivals([(t, 1.0), (t + (3.0 if k < stalled else 0.5), 1.0)],
-                             transport="http", voice="v", chars=3, started_s=0.0)  # fmt: skip
+        record_from_arrivals(
+            [(t, 1.0), (t + (3.0 if k < stalled else 0.5), 1.0)], transport="http", voice="v", chars=3, started_s=0.0
+        )
         for k, t in enumerate(first_audio)
     ]
     records += [record_from_arrivals([], transport="http", voice="v", chars=3, started_s=0.0, error="x")] * errors
@@ -137,7 +138,7 @@ def test_poisson_arrivals_statistics() -> None:
     assert statistics.stdev(gaps) == pytest.approx(0.2, rel=0.08)  # exponential gaps: sd equals the mean
     counts = np.histogram(times, bins=np.arange(0, 2001, 1.0))[0]
     assert counts.var() / counts.mean() == pytest.approx(1.0, rel=0.15)  # Poisson counts: variance = mean
-    assert times == sorted(times) and 0 < times[0] and times[-1] < 2000.0
+    assert times == sorted(times) and times[0] > 0 and times[-1] < 2000.0
     assert poisson_arrivals(5.0, 2000.0, random.Random(7)) == times  # the seed fixes the schedule
     with pytest.raises(ValueError):
         poisson_arrivals(0, 10, random.Random(0))

@@ -66,9 +66,11 @@ class SoakResult:
 
 
 async def soak(
-    clients: Clients, plan: Plan, concurrency: int, rates: dict[str, int], interval_s: float = 5.0, quiet: bool = False
+    clients: Clients, plan: Plan, concurrency: int, rates: dict[str, int], quiet: bool = False
 ) -> SoakResult:
-    """Run ``plan`` (its duration is the soak's) with ``concurrency`` listeners, sampling ``/metrics``."""
+    """Run ``plan`` (its duration is the soak's) with ``concurrency`` listeners, sampling ``/metrics``
+    every 5 s (more often in a short soak, so that its judged part has points to fit)."""
+    interval_s = max(0.5, min(5.0, plan.duration_s / 20))
     scrapes: list[Scrape] = []
     t0 = time.perf_counter()
 
