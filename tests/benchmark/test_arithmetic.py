@@ -11,7 +11,7 @@ import pytest
 
 from voxserve.benchmark import corpus
 from voxserve.benchmark.capacity import CapacityTarget, find_capacity
-from voxserve.benchmark.records import pcm_seconds, record_from_arrivals
+from voxserve.benchmark.records import PcmCounter, record_from_arrivals
 from voxserve.benchmark.scrape import Scrape, parse, stall_delta
 from voxserve.benchmark.soak import growth
 from voxserve.benchmark.stats import LevelSummary, percentile, summarize
@@ -34,9 +34,12 @@ def test_percentile_edges() -> None:
         percentile([1.0], 101)
 
 
-def test_pcm_seconds_is_exact() -> None:
-    assert pcm_seconds(44_100, 22_050) == 1.0
-    assert pcm_seconds(4_800, 24_000) == pytest.approx(0.1)
+def test_pcm_counter_counts_whole_samples_across_odd_chunks() -> None:
+    counter = PcmCounter(22_050, t0=0.0)
+    for size in (1, 4_409, 0, 39_690, 1):  # 44_101 bytes: 22_050 whole samples and a half one
+        counter.add(size)
+    assert sum(seconds for _, seconds in counter.arrivals) == 1.0
+    assert len(counter.arrivals) == 2  # the lone first byte and the empty chunk carry no sample
 
 
 def test_record_on_time_stream_has_no_underrun() -> None:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -76,6 +77,7 @@ def _check(args: argparse.Namespace) -> tuple[list[str], list[int], list[float]]
 
 def run(args: argparse.Namespace) -> int:
     transports, levels, rates = _check(args)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would bury the progress line
     from voxserve.benchmark import corpus
 
     texts = corpus.load(args.text_set)

@@ -7,16 +7,31 @@ real time; each wait for more audio is an underrun. Audio seconds come from the 
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 
 from voxserve.stream.playback import replay
 
 PCM_BYTES_PER_SAMPLE = 2
+Arrivals = list[tuple[float, float]]  # (seconds since the request, seconds of audio), in arrival order
 
 
-def pcm_seconds(byte_count: int, sample_rate: int) -> float:
-    """Seconds of 16-bit mono PCM in ``byte_count`` bytes."""
-    return byte_count / PCM_BYTES_PER_SAMPLE / sample_rate
+class PcmCounter:
+    """Turns PCM byte counts, as they arrive, into :data:`Arrivals` (a half sample carries over)."""
+
+    def __init__(self, sample_rate: int, t0: float) -> None:
+        self.sample_rate = sample_rate
+        self.t0 = t0  # time.perf_counter() when the request was sent
+        self.bytes = 0
+        self.samples = 0
+        self.arrivals: Arrivals = []
+
+    def add(self, byte_count: int) -> None:
+        self.bytes += byte_count
+        samples = self.bytes // PCM_BYTES_PER_SAMPLE
+        if samples > self.samples:
+            self.arrivals.append((time.perf_counter() - self.t0, (samples - self.samples) / self.sample_rate))
+            self.samples = samples
 
 
 @dataclass(frozen=True)
@@ -56,7 +71,7 @@ class RequestRecord:
 
 
 def record_from_arrivals(
-    arrivals: list[tuple[float, float]],
+    arrivals: Arrivals,
     *,
     transport: str,
     voice: str,

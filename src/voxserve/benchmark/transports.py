@@ -19,12 +19,11 @@ import grpc
 import httpx
 from websockets.asyncio.client import connect
 
-from voxserve.benchmark.records import PCM_BYTES_PER_SAMPLE
+from voxserve.benchmark.records import Arrivals, PcmCounter
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
 TRANSPORTS = ("http", "ws", "grpc")
-Arrivals = list[tuple[float, float]]
 
 
 class TransportError(Exception):
@@ -51,24 +50,6 @@ def fragments(text: str) -> list[str]:
         else:
             pieces.extend(word[i : i + 2] for i in range(0, len(word), 2))
     return pieces
-
-
-class _PcmCounter:
-    """Turns byte counts into audio seconds, carrying a half sample across chunk boundaries."""
-
-    def __init__(self, sample_rate: int, t0: float) -> None:
-        self.sample_rate = sample_rate
-        self.t0 = t0
-        self.bytes = 0
-        self.samples = 0
-        self.arrivals: Arrivals = []
-
-    def add(self, byte_count: int) -> None:
-        self.bytes += byte_count
-        samples = self.bytes // PCM_BYTES_PER_SAMPLE
-        if samples > self.samples:
-            self.arrivals.append((time.perf_counter() - self.t0, (samples - self.samples) / self.sample_rate))
-            self.samples = samples
 
 
 @dataclass
@@ -130,7 +111,7 @@ async def _http(clients: Clients, job: Job) -> Arrivals:
     body = {"model": "tts-1", "input": job.text, "voice": job.voice, "response_format": "pcm",
             "sample_rate": job.sample_rate}  # fmt: skip
     t0 = time.perf_counter()
-    counter = _PcmCounter(job.sample_rate, t0)
+    counter = PcmCounter(job.sample_rate, t0)
     async with clients.http.stream("POST", "/v1/audio/speech", json=body) as response:
         if response.status_code != 200:
             await response.aread()
@@ -158,7 +139,7 @@ async def _ws(clients: Clients, job: Job) -> Arrivals:
             raise TransportError(f"WebSocket config refused: {ready.get('message', ready)}")
         pieces = fragments(job.text) if job.tokens_per_s is not None else [job.text]
         t0 = time.perf_counter()
-        counter = _PcmCounter(job.sample_rate, t0)
+        counter = PcmCounter(job.sample_rate, t0)
 
         async def send() -> None:
             async for piece in _paced(pieces, job.tokens_per_s):
@@ -187,7 +168,7 @@ async def _ws(clients: Clients, job: Job) -> Arrivals:
 async def _grpc_stream(clients: Clients, job: Job) -> Arrivals:
     request = pb.SynthesizeRequest(text=job.text, voice=job.voice, format="pcm", sample_rate=job.sample_rate)
     t0 = time.perf_counter()
-    counter = _PcmCounter(job.sample_rate, t0)
+    counter = PcmCounter(job.sample_rate, t0)
     try:
         async for chunk in clients.stub.SynthesizeStream(request, metadata=clients.metadata):
             counter.add(len(chunk.audio))
@@ -209,13 +190,13 @@ async def _grpc_duplex(clients: Clients, job: Job) -> Arrivals:
             yield pb.StreamRequest(text=pb.TextFragment(text=piece))
         yield pb.StreamRequest(close=pb.CloseUtterance())
 
-    counter: _PcmCounter | None = None
+    counter: PcmCounter | None = None
     try:
         async for response in clients.stub.StreamingSynthesize(requests(), metadata=clients.metadata):
             kind = response.WhichOneof("kind")
             if kind == "chunk":
                 if counter is None:
-                    counter = _PcmCounter(job.sample_rate, started[0])
+                    counter = PcmCounter(job.sample_rate, started[0])
                 counter.add(len(response.chunk.audio))
             elif kind == "error":
                 raise TransportError(f"{response.error.code}: {response.error.message}")

@@ -15,9 +15,9 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
-from voxserve.benchmark.records import RequestRecord, record_from_arrivals
+from voxserve.benchmark.records import Arrivals, RequestRecord, record_from_arrivals
 from voxserve.benchmark.stats import percentile
-from voxserve.benchmark.transports import Arrivals, Clients, Job, speak
+from voxserve.benchmark.transports import Clients, Job, speak
 
 
 @dataclass(frozen=True)
