@@ -42,7 +42,7 @@ def _check_records(records: list[dict[str, object]], transports: set[str]) -> No
 def test_bench_writes_results_and_plots(
     bench_server: RunningServer, tmp_path: Path, transports: str, options: tuple[str, ...]
 ) -> None:
-    data = _bench(bench_server, tmp_path, "--transport", transports, "--concurrency", "2", "--duration", "3", *options)
+    data = _bench(bench_server, tmp_path, "--transport", transports, "--concurrency", "2", "--duration", "2", *options)
     [series] = data["series"]  # type: ignore[misc]
     [level] = series["levels"]
     summary = level["summary"]

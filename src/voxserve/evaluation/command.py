@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         results = [r for lang in languages for r in evaluation.language(lang, voices[lang], args.sentences)]
     finally:
         synthesizer.close()
-    summaries = write_report(output, results, shlex.join(["voxserve", *sys.argv[1:]]))
+    command = shlex.join(["voxserve", *sys.argv[1:]])
+    summaries = write_report(output, results, evaluation.naturalness_scores, command)
     for s in summaries:
         print(
             f"{s.language:>3} {s.voice:<18} {s.metric} {s.error_rate:.3f}  PESQ {s.pesq_median or 0:.2f}  "
@@ -70,12 +71,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_report(output: Path, results: list[SentenceResult], command: str) -> list[VoiceSummary]:
+def write_report(
+    output: Path, results: list[SentenceResult], naturalness: dict[str, dict[str, float]], command: str
+) -> list[VoiceSummary]:
     """report.md, results.json and the plots into ``output``; returns the per-voice summaries."""
     from voxserve.evaluation import report
     from voxserve.evaluation.run import summarize
 
-    summaries = summarize(results)
+    summaries = summarize(results, naturalness)
     images = report.plots(summaries, results, output)
     (output / "report.md").write_text(report.markdown(summaries, results, command, images), encoding="utf-8")
     (output / "results.json").write_text(json.dumps(report.as_json(summaries, results), indent=1), encoding="utf-8")

@@ -12,7 +12,7 @@ import numpy as np
 from voxserve.benchmark import corpus
 from voxserve.evaluation import asr
 from voxserve.evaluation.fidelity import SeamStats, dnsmos, pesq_stoi, seams
-from voxserve.evaluation.synth import Synthesizer
+from voxserve.evaluation.synth import Synthesis, Synthesizer
 from voxserve.text.languages import KOKORO_PREFIX_LANG
 
 # language → (text set, voices evaluated by default); English runs on both engines
@@ -41,7 +41,6 @@ class SentenceResult:
     stoi: float | None
     window_pesq_wb: float | None  # Kokoro: one front decoded in windows against decoded whole
     window_stoi: float | None
-    dnsmos: dict[str, float]
     seams: SeamStats
 
 
@@ -66,7 +65,8 @@ class VoiceSummary:
     baseline_median_ratio: float | None
 
 
-def summarize(results: list[SentenceResult]) -> list[VoiceSummary]:
+def summarize(results: list[SentenceResult], naturalness: dict[str, dict[str, float]]) -> list[VoiceSummary]:
+    """Per voice; ``naturalness`` holds each voice's DNSMOS scores (absent when not measured)."""
     rows = []
     for voice in dict.fromkeys(r.voice for r in results):
         mine = [r for r in results if r.voice == voice]
@@ -74,7 +74,6 @@ def summarize(results: list[SentenceResult]) -> list[VoiceSummary]:
         stois = [r.stoi for r in mine if r.stoi is not None]
         wpesq = [r.window_pesq_wb for r in mine if r.window_pesq_wb is not None]
         wstoi = [r.window_stoi for r in mine if r.window_stoi is not None]
-        ovrl = [r.dnsmos["ovrl_mos"] for r in mine if r.dnsmos]
         seam = [r.seams.median_ratio for r in mine if r.seams.median_ratio is not None]
         base = [r.seams.baseline_median_ratio for r in mine if r.seams.baseline_median_ratio is not None]
         rows.append(
@@ -91,7 +90,7 @@ def summarize(results: list[SentenceResult]) -> list[VoiceSummary]:
                 stoi_min=min(stois) if stois else None,
                 window_pesq_median=statistics.median(wpesq) if wpesq else None,
                 window_stoi_median=statistics.median(wstoi) if wstoi else None,
-                dnsmos_ovrl=statistics.mean(ovrl) if ovrl else None,
+                dnsmos_ovrl=naturalness[voice]["ovrl_mos"] if voice in naturalness else None,
                 joins=sum(r.seams.joins for r in mine),
                 clicks=sum(r.seams.clicks for r in mine),
                 seam_median_ratio=statistics.median(seam) if seam else None,
@@ -108,6 +107,7 @@ class Evaluation:
     synthesizer: Synthesizer
     naturalness: bool = True
     quiet: bool = False
+    naturalness_scores: dict[str, dict[str, float]] = field(default_factory=dict)
     _whisper: dict[str, Any] = field(default_factory=dict)
 
     def _asr(self, language: str) -> Any:
@@ -116,7 +116,8 @@ class Evaluation:
             self._whisper[name] = asr.load_whisper(name)  # type: ignore[arg-type]
         return self._whisper[name]
 
-    def sentence(self, language: str, voice: str, engine: str, text: str) -> SentenceResult:
+    def sentence(self, language: str, voice: str, engine: str, text: str) -> tuple[SentenceResult, Synthesis]:
+        """One sentence's scores, and its streamed audio."""
         streamed = self.synthesizer.speak(text, voice)
         whole = self.synthesizer.speak(text, voice, whole=True)
         rate = streamed.sample_rate
@@ -129,7 +130,7 @@ class Evaluation:
         if engine == "kokoro":
             reference, test = self.synthesizer.kokoro_windows(text, voice, KOKORO_PREFIX_LANG[voice[0]])
             windowed = pesq_stoi(reference, test, rate)
-        return SentenceResult(
+        result = SentenceResult(
             language=language,
             voice=voice,
             engine=engine,
@@ -142,9 +143,9 @@ class Evaluation:
             stoi=scores[1],
             window_pesq_wb=windowed[0],
             window_stoi=windowed[1],
-            dnsmos=dnsmos(streamed.samples, rate) if self.naturalness and len(streamed.samples) else {},
             seams=seams(np.asarray(streamed.samples), streamed.joins, rate),
         )
+        return result, streamed
 
     def language(self, language: str, voices: tuple[str, ...], count: int) -> list[SentenceResult]:
         set_name, _ = DEFAULT_VOICES[language]
@@ -152,10 +153,24 @@ class Evaluation:
         engines = self.synthesizer.voices()
         results = []
         for voice in voices:
+            clips: list[Synthesis] = []
             for k, text in enumerate(texts, 1):
                 if not self.quiet:
                     print(f"\reval {language} {voice}: {k}/{len(texts)}", end="", file=sys.stderr, flush=True)
-                results.append(self.sentence(language, voice, engines[voice], text))
+                result, streamed = self.sentence(language, voice, engines[voice], text)
+                results.append(result)
+                clips.append(streamed)
+            if self.naturalness and clips:
+                self.naturalness_scores[voice] = _naturalness(clips)
             if not self.quiet:
                 print(file=sys.stderr)
         return results
+
+
+def _naturalness(clips: list[Synthesis]) -> dict[str, float]:
+    """DNSMOS of a voice's sentences played one after another, 0.3 s apart: one long clip scores in
+    far fewer model runs than each short sentence (which DNSMOS repeats to fill its 9 s window)."""
+    rate = clips[0].sample_rate
+    gap = np.zeros(int(0.3 * rate), dtype=np.float32)
+    joined = np.concatenate([piece for clip in clips for piece in (clip.samples, gap)])
+    return dnsmos(joined, rate)
