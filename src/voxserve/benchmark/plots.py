@@ -92,6 +92,7 @@ def soak_resources(result: SoakResult, path: Path) -> Path:
         if points:
             ax.plot(*zip(*points, strict=True), marker=".")
         ax.axvline(result.warmup_s / 60, color="grey", linestyle="--", linewidth=1)
+        ax.ticklabel_format(axis="y", useOffset=False)
         ax.set_xlabel("minutes")
         ax.set_title(label)
         ax.grid(alpha=0.3)
