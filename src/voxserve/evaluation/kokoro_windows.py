@@ -29,9 +29,11 @@ class KokoroWindows:
         self.windows = runtime.window_config()
         self.frame_s = HOP / SAMPLE_RATE
 
+    def _phonemes(self, text: str, lang: str) -> str:
+        return " ".join(s.phonemes for s in self.runtime.frontend.phonemize(text, lang))
+
     def front(self, text: str, voice: str, lang: str = "en-us") -> KokoroFront:
-        phonemes = " ".join(s.phonemes for s in self.runtime.frontend.phonemize(text, lang))
-        ids = np.array([KOKORO_VOCAB[c] for c in phonemes], dtype=np.int64)
+        ids = np.array([KOKORO_VOCAB[c] for c in self._phonemes(text, lang)], dtype=np.int64)
         return self.streamer.front(
             ids,
             self.engine.style_tables.style(voice, len(ids)),
@@ -39,21 +41,9 @@ class KokoroWindows:
             max_lead_frames=self.windows.frames(self.windows.max_lead_s, self.frame_s),
         )
 
-    def first_segment(self, front: KokoroFront, voice: str) -> np.ndarray:
-        """``front`` decoded in the windows the server uses for a stream's first segment."""
-        w = self.windows
-        first, following, largest = w.plan(w.first_s, self.frame_s)
-        pieces = self.streamer.decode_windows(
-            front,
-            first,
-            following,
-            growth=w.growth,
-            max_window_frames=largest,
-            voice=voice,
-            early_stats=w.early_stats,
-            first_context_frames=w.frames(w.first_context_s, self.frame_s),
-        )
-        return np.concatenate([p.samples for p in pieces])
-
-    def whole(self, front: KokoroFront) -> np.ndarray:
-        return np.asarray(self.streamer.decode(front))
+    def whole_and_windowed(self, text: str, voice: str, lang: str) -> tuple[np.ndarray, np.ndarray]:
+        """The sentence's front decoded in one call, and the engine's own stream of it with the
+        first-segment plan (the server's path; its front is the same, computed from the same input)."""
+        whole = np.asarray(self.streamer.decode(self.front(text, voice, lang)))
+        pieces = self.engine.stream(self._phonemes(text, lang), voice, first_window_s=self.windows.first_s)
+        return whole, np.concatenate([piece.samples for piece in pieces])

@@ -48,8 +48,7 @@ class Synthesizer:
 
         if self._windows is None:
             self._windows = KokoroWindows(self.streamed)
-        front = self._windows.front(text, voice, lang)
-        return self._windows.whole(front), self._windows.first_segment(front, voice)
+        return self._windows.whole_and_windowed(text, voice, lang)
 
     def voices(self) -> dict[str, str]:
         """voice id → engine."""
