@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -62,8 +63,8 @@ def _check(args: argparse.Namespace) -> tuple[list[str], list[int], list[float]]
     unknown = [t for t in transports if t not in TRANSPORTS]
     if unknown or not transports:
         raise InvalidInput(f"unknown transport {unknown[0] if unknown else ''!r}; choose from {', '.join(TRANSPORTS)}")
-    if args.incremental is not None and "http" in transports and not args.soak:
-        raise InvalidInput("--incremental needs --transport ws or grpc (HTTP takes the whole text at once)")
+    if args.incremental is not None and "http" in transports:
+        raise InvalidInput("--incremental needs --transport ws and/or grpc (HTTP takes the whole text at once)")
     if args.incremental is not None and args.incremental <= 0:
         raise InvalidInput("--incremental needs a positive rate")
     if args.duration <= 0:
@@ -112,7 +113,7 @@ async def _run(
         rates = {voice: rate for voice, (_, rate) in catalogue.items()}
         voices = _voices(args.voice, catalogue, one_per_engine=args.soak is not None)
         results: dict[str, object] = {
-            "command": ["voxserve", "bench", *sys.argv[2:]],
+            "command": shlex.join(["voxserve", *sys.argv[1:]]),
             "url": args.url,
             "grpc_target": grpc_target,
             "transports": transports,
