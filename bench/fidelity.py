@@ -18,13 +18,10 @@ import statistics
 from dataclasses import replace
 
 import numpy as np
-from pesq import pesq
-from pystoi import stoi
-from scipy.signal import resample_poly
 
-from voxserve.engines.kokoro import KokoroEngine
-from voxserve.engines.kokoro_stream import HOP, SAMPLE_RATE, KokoroFront
-from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
+from voxserve.engines.kokoro_stream import SAMPLE_RATE, KokoroFront
+from voxserve.evaluation.fidelity import pesq_stoi
+from voxserve.evaluation.kokoro_windows import KokoroWindows
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
 from voxserve.tuning import Tuning
@@ -37,11 +34,6 @@ SENTENCES = [
     "Please hold while I check the status of your account.",
     "Thanks for calling, is there anything else I can do for you?",
 ]
-
-
-def score(reference: np.ndarray, test: np.ndarray) -> tuple[float, float]:
-    ref16, test16 = resample_poly(reference, 2, 3), resample_poly(test, 2, 3)
-    return float(pesq(16_000, ref16, test16, "wb")), float(stoi(ref16, test16, 16_000))
 
 
 def main() -> None:
@@ -60,21 +52,11 @@ def main() -> None:
         tuning = replace(tuning, window_first_context_ms=args.first_context_ms)
     runtime = Runtime(Settings(_env_file=None, engines=["kokoro"]), tuning)  # type: ignore[call-arg]
     runtime.load(warm=True)  # warm-up and learned statistics, as the server starts
-    engine = runtime.engines["kokoro"]
-    assert isinstance(engine, KokoroEngine) and engine.streamer is not None, "needs windowed decoding"
-    streamer = engine.streamer
-    windows = runtime.window_config()
-    frame_s = HOP / SAMPLE_RATE
+    kokoro = KokoroWindows(runtime)
+    streamer, windows, frame_s = kokoro.streamer, kokoro.windows, kokoro.frame_s
 
     def front(text: str) -> KokoroFront:
-        phonemes = " ".join(s.phonemes for s in runtime.frontend.phonemize(text, "en-us"))
-        ids = np.array([KOKORO_VOCAB[c] for c in phonemes], dtype=np.int64)
-        return streamer.front(
-            ids,
-            engine.style_tables.style(args.voice, len(ids)),
-            max_pad_frames=windows.frames(windows.max_pad_s, frame_s),
-            max_lead_frames=windows.frames(windows.max_lead_s, frame_s),
-        )
+        return kokoro.front(text, args.voice)
 
     first, following, largest = windows.plan(windows.first_s, frame_s)
     plans = {"first segment": (first, following), "later segment": (largest, largest)}
@@ -99,7 +81,7 @@ def main() -> None:
                     early_stats=windows.early_stats,
                     first_context_frames=first_context[plan],
                 )
-                scores.append(score(whole, np.concatenate([p.samples for p in pieces])))
+                scores.append(pesq_stoi(whole, np.concatenate([p.samples for p in pieces]), SAMPLE_RATE))
             row = {
                 "plan": plan,
                 "start_from": start,

@@ -1,4 +1,4 @@
-"""Command line: ``voxserve say | voices | models | serve``."""
+"""Command line: ``voxserve say | voices | models | serve | bench | eval``."""
 
 from __future__ import annotations
 
@@ -263,6 +263,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from voxserve.benchmark.command import run
+
+    return run(args)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from voxserve.evaluation.command import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="voxserve", description="Real-time streaming text-to-speech.")
     parser.add_argument("--cache-dir", dest="cache_dir", help="model cache (default ~/.cache/voxserve)")
@@ -323,6 +335,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--default-voice", dest="default_voice", help="voice when a request names none")
     serve.add_argument("--log-text", dest="log_text", action="store_true", help="include input text in access logs")
     serve.set_defaults(func=cmd_serve)
+
+    from voxserve.benchmark.command import add_arguments
+
+    bench = sub.add_parser("bench", help="load-test a running server (first audio, underruns, capacity, soak)")
+    add_arguments(bench)
+    bench.set_defaults(func=cmd_bench)
+
+    from voxserve.evaluation.command import add_arguments as add_eval_arguments
+
+    evaluate = sub.add_parser("eval", help="score the voices: intelligibility, streaming fidelity, naturalness, seams")
+    add_eval_arguments(evaluate)
+    evaluate.set_defaults(func=cmd_eval)
     return parser
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import psutil
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -72,6 +73,9 @@ class Metrics:
         self.ready = Gauge("voxserve_ready", "1 when models are loaded and the server accepts work.", registry=r)
         # process_resident_memory_bytes, process_cpu_seconds_total, open fds … (Linux /proc).
         ProcessCollector(registry=r)
+        # OS threads of the process (ONNX Runtime's pools included): the soak watches it for leaks
+        threads = Gauge("voxserve_threads", "Threads of the server process.", registry=r)
+        threads.set_function(lambda: psutil.Process().num_threads())
 
     def watch_scheduler(self, read: Callable[[], SchedulerStats]) -> None:
         """Export the worker pool's state, read at each scrape."""
