@@ -242,7 +242,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def _learn_voices(settings: Settings, quiet: bool) -> None:
     """Part of the model build: windowed Kokoro learns every voice's decoder statistics once (saved
-    with the split graphs; minutes on 2 cores), so that no server start pays for it."""
+    with the split graphs; it takes minutes), so that no server start pays for it."""
     from voxserve.runtime import Runtime
 
     runtime = Runtime(settings.model_copy(update={"engines": ["kokoro"]}))

@@ -197,7 +197,7 @@ class Runtime:
     def learn_voices(self, learn: bool = True) -> None:
         """Teach windowed Kokoro every voice's decoder statistics and how to predict a sentence's (saved
         with the split graphs, so only the first start after a model build pays for it: three sentences
-        per voice and all of them for the default voice, ~3.5 min on 2 cores)."""
+        per voice and all of them for the default voice; minutes of work)."""
         for engine in self._engines.values():
             if not isinstance(engine, KokoroEngine):
                 continue
