@@ -12,7 +12,7 @@ from misaki import en
 from misaki.espeak import EspeakFallback
 
 from voxserve.errors import ModelError
-from voxserve.text.g2p_espeak import configure_espeak
+from voxserve.text.g2p_espeak import configure_espeak, make_backend
 from voxserve.text.periods import SENTENCE_STARTERS
 from voxserve.text.vocab_map import clean_kokoro
 from voxserve.types import PhonemeWord
@@ -45,6 +45,9 @@ class _OfflineMisakiG2P(en.G2P):
         self.lexicon = en.Lexicon(british)
         configure_espeak()
         self.fallback = EspeakFallback(british=british)
+        # misaki's own backend warns "words count mismatch" on every word espeak splits in two; its
+        # result is used whole anyway, so the backend is rebuilt to ignore that and log it at debug
+        self.fallback.backend = make_backend(f"en-{'gb' if british else 'us'}", tie=True)
         self.unk = ""
 
 
