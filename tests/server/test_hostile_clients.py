@@ -93,10 +93,9 @@ def test_no_credential_reaches_any_log_line(
         (server.ws, None, {"api_key": KEY}),
         (f"{server.ws}?token={wrong}", None, {}),
     ):
-        with connect(url, additional_headers=headers) as ws:
-            with contextlib.suppress(ConnectionClosed):  # a wrong key: error, then closed 4001
-                send(ws, type="config", voice=PIPER, format="pcm", **config)
-                assert recv_json(ws)["type"] in ("ready", "error")
+        with connect(url, additional_headers=headers) as ws, contextlib.suppress(ConnectionClosed):
+            send(ws, type="config", voice=PIPER, format="pcm", **config)  # a wrong key: error, then 4001
+            assert recv_json(ws)["type"] in ("ready", "error")
     # gRPC metadata
     with grpc.insecure_channel(server.grpc) as channel:
         client = pb_grpc.VoxServeStub(channel)
@@ -139,7 +138,7 @@ def test_a_silent_websocket_is_closed_and_an_idle_one_too(make_server: object) -
         send(ws, type="close")
         events = [recv_json(ws, timeout=30)["type"] for _ in range(3)]  # kept open while it speaks
         assert "chunk" in events
-        while (event := recv_json(ws, timeout=30))["type"] != "done":
+        while recv_json(ws, timeout=30)["type"] != "done":
             pass
         started = time.monotonic()
         assert recv_json(ws, timeout=5)["code"] == "idle_timeout"  # then idle: closed a second later
