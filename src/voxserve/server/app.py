@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from voxserve.errors import InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, http_status
-from voxserve.server import logsafe
+from voxserve.server import logsafe, openapi
 from voxserve.server.http_routes import router
 from voxserve.server.metrics import Metrics
 from voxserve.server.runtime_api import RuntimeLike
@@ -218,6 +218,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
     app.include_router(router)
     app.include_router(ws_router)
     _refuse_other_methods(app, router)
+    openapi.install(app, settings)
     # the browser playground (static files shipped in the package), after the API routes
     app.mount("/", StaticFiles(directory=Path(__file__).resolve().parent.parent / "web", html=True), name="playground")
     app.add_exception_handler(VoxError, _on_error)
