@@ -8,8 +8,8 @@ import pytest
 
 from voxserve.errors import InvalidInput
 from voxserve.text import Frontend
+from voxserve.text.clean import MAX_DIGITS
 from voxserve.text.normalize_en import normalize_english
-from voxserve.text.numbers_en import MAX_DIGITS
 
 
 @pytest.mark.parametrize("text", ["1" * 307, "Hello there " + "9" * 400, "1" * 5000, "$" + "1" * 400, "1." + "5" * 101])
@@ -19,13 +19,22 @@ def test_a_number_too_long_to_read_is_refused_cleanly(frontend: Frontend, text: 
         frontend.phonemize(text, "en-us")
 
 
-def test_grouped_numbers_past_the_limit_are_refused_before_parsing() -> None:
+@pytest.mark.parametrize("lang", ["en-us", "ja", "zh", "fr"])
+def test_grouped_numbers_past_the_limit_are_refused_before_parsing(frontend: Frontend, lang: str) -> None:
     # 34 groups of three: int() of it would work, but the reading would run to hundreds of words
     with pytest.raises(InvalidInput, match=f"more than {MAX_DIGITS} digits"):
-        normalize_english("1" + ",000" * 34)
-    # 30,000 digits: Python's int() refuses past 4,300 (ValueError) — never reached
-    with pytest.raises(InvalidInput):
-        normalize_english("1" + ",000" * 10_000)
+        frontend.phonemize("1" + ",000" * 34, lang)
+    # 30,000 digits (Python's int() refuses past 4,300: ValueError), in Arabic-Indic digits too
+    for digit in ("1", "٣"):
+        with pytest.raises(InvalidInput):
+            frontend.phonemize(digit * 30_000, lang)
+
+
+def test_chinese_reads_other_scripts_digits() -> None:
+    """misaki's Chinese rules match any Unicode digit but only know 0-9: "٣" raised KeyError."""
+    from voxserve.text.normalize_zh import ChineseNormalizer
+
+    assert ChineseNormalizer()("我有٣个苹果") == ChineseNormalizer()("我有3个苹果")
 
 
 def test_numbers_of_16_to_100_digits_are_read_digit_by_digit() -> None:

@@ -9,7 +9,7 @@ import re
 
 from num2words import num2words
 
-from voxserve.errors import InvalidInput
+from voxserve.text.clean import check_digits
 
 # A number as written: thousands separators, a decimal part, or a bare decimal (".5").
 NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
@@ -26,29 +26,8 @@ UNICODE_FRACTION_CHARS = "".join(_UNICODE_FRACTIONS)
 _ROMAN_RE = re.compile(r"M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
 _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 # Whole numbers up to 15 digits (hundreds of trillions) are read as number words; longer ones digit by
-# digit, as people read them. Past MAX_DIGITS a number is refused: one token must not read as hundreds
-# of words (a segment is spoken only once it is read whole, so that would delay the first audio).
+# digit, as people read them (num2words overflows past ~300 digits). Longer than MAX_DIGITS: refused.
 _CARDINAL_DIGITS = 15
-MAX_DIGITS = 100
-# A number with more digits than that, contiguous or in thousands groups ("1,000,…").
-_LONG_NUMBER_RE = re.compile(rf"\d{{{MAX_DIGITS + 1},}}|\d{{1,3}}(?:,\d{{3}}){{{MAX_DIGITS // 3},}}")
-
-
-def check_numbers(text: str) -> None:
-    """Refuse ``text`` if it holds a number too long to read (before anything parses it: int() of a huge
-    digit string costs time quadratic in its length, and Python refuses past 4,300 digits)."""
-    found = _LONG_NUMBER_RE.search(text)
-    if found is not None:
-        check_digits(sum(ch.isdigit() for ch in found.group()))
-
-
-def check_digits(count: int) -> None:
-    """Refuse a number of more than MAX_DIGITS digits with a clear error (InvalidInput)."""
-    if count > MAX_DIGITS:
-        raise InvalidInput(
-            f"a number of more than {MAX_DIGITS} digits is too long to read aloud; "
-            "split it into groups separated by spaces"
-        )
 
 
 def words(n: int | float, **kwargs: str) -> str:
