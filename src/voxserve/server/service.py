@@ -17,7 +17,7 @@ import numpy as np
 from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encoder, supported_formats
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.voices import parse_blend
-from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
+from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator, Principal
 from voxserve.server.lifecycle import Lifecycle
@@ -154,6 +154,9 @@ class Utterance:
                 raise
             if not self.cancelled:
                 status = "failed"
+                if not isinstance(exc, VoxError):  # a fault of this utterance: it alone fails
+                    log.error("synthesis failed (voice %s)", self.voice.id, exc_info=exc)
+                    raise EngineFailure("synthesis failed; the server logged why") from exc
                 raise
             # the client cancelled: whatever the session raised while stopping is of no use to it
             log.warning("session raised %r after cancel; ignored", exc)
