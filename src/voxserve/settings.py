@@ -190,7 +190,10 @@ class Settings(BaseSettings):
         default_factory=lambda: ["127.0.0.1", "::1"],
         description="Proxies (addresses or networks, '*' = any) whose X-Forwarded-For names the client.",
     )
-    log_text: bool = Field(default=False, description="Include input text in access logs.")
+    log_text: bool = Field(default=False, description="Include input text in access and audit logs.")
+    audit_log_file: Path | None = Field(
+        default=None, description="Also append the audit log (one JSON line per utterance) to this file."
+    )
 
     @field_validator(
         "providers",

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from voxserve.errors import InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, http_status
-from voxserve.server import logsafe, openapi
+from voxserve.server import audit, logsafe, openapi
 from voxserve.server.http_routes import router
 from voxserve.server.metrics import Metrics
 from voxserve.server.runtime_api import RuntimeLike
@@ -192,6 +192,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
     """Build the app. ``runtime`` defaults to ``voxserve.runtime.Runtime(settings)``; loading starts with the app."""
     vox = state or ServerState.build(settings, runtime)
     logsafe.install(settings.api_keys)
+    audit.open_file(settings.audit_log_file)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

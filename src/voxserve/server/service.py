@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -18,6 +19,7 @@ from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encod
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.voices import parse_blend
 from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
+from voxserve.server import audit
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator, Principal
 from voxserve.server.lifecycle import Lifecycle
@@ -90,6 +92,7 @@ class Utterance:
         self._resampler = StreamingResampler(session.sample_rate, rate) if rate != session.sample_rate else None
         self._transport = transport
         self._client = client
+        self._who = _caller.get() or client  # who authenticated in this request's context
         self._t0: float | None = None
         self._ttfa: float | None = None
         self._chars = 0
@@ -197,6 +200,16 @@ class Utterance:
         if self._service.settings.log_text:
             line["text"] = "".join(self._texts)
         access_log.info(json.dumps(line))
+        stall = getattr(stats, "stall_s", 0.0)  # per-stream stall seconds, once the session counts them
+        fields: dict[str, object] = {"client": self._who, "ip": self._client, "transport": self._transport}
+        fields["voice"] = self.voice.id
+        fields.update(chars=self._chars, audio_s=line["audio_s"], status=status, stall_s=round(float(stall), 3))
+        if "text" in line:
+            fields["text"] = line["text"]
+        audit.write(fields)
+
+
+_caller: ContextVar[str] = ContextVar("voxserve_caller", default="")
 
 
 class SpeechService:
@@ -224,6 +237,8 @@ class SpeechService:
     def authorize(self, token: str | None, client_ip: str | None) -> Principal:
         principal = self.authenticator.authenticate(token)
         self.limiter.check(principal.id, client_ip)
+        # what the audit log names the caller by, for the utterances this request context opens
+        _caller.set("" if principal.kind == "anonymous" else principal.id)
         return principal
 
     # --- catalogue -----------------------------------------------------------------
