@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from voxserve.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Property-based tests: "ci" (default) is derandomized (the same examples every run) and small;
+# VOXSERVE_FUZZ=long draws fresh examples, many more of them, for a long run by hand.
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+hypothesis_settings.register_profile(
+    "ci", derandomize=True, max_examples=30, deadline=None, database=None, suppress_health_check=_SLOW_OK
+)
+hypothesis_settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=_SLOW_OK)
+hypothesis_settings.load_profile(os.environ.get("VOXSERVE_FUZZ", "ci"))
 ARTIFACTS = ROOT / "test-artifacts"
 
 

@@ -137,6 +137,16 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = Field(default=100, ge=0, description="Requests per minute per client; 0 = off.")
     max_ws_message_bytes: int = Field(default=64 * 1024, ge=1024)
     max_fragments_per_second: int = Field(default=200, ge=1)
+    ws_first_message_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A WebSocket must send its first message (its config, or its credentials) within this long.",
+    )
+    ws_idle_timeout_s: float = Field(
+        default=300.0,
+        ge=0,
+        description="A WebSocket that sends nothing and has no utterance in progress this long is closed; 0 = never.",
+    )
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -144,7 +154,10 @@ class Settings(BaseSettings):
         default_factory=lambda: ["127.0.0.1", "::1"],
         description="Proxies (addresses or networks, '*' = any) whose X-Forwarded-For names the client.",
     )
-    log_text: bool = Field(default=False, description="Include input text in access logs.")
+    log_text: bool = Field(default=False, description="Include input text in access and audit logs.")
+    audit_log_file: Path | None = Field(
+        default=None, description="Also append the audit log (one JSON line per utterance) to this file."
+    )
 
     @field_validator(
         "providers",

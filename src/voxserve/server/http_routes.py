@@ -55,7 +55,7 @@ def client_ip(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
-def authorize(request: Request) -> Principal:
+async def authorize(request: Request) -> Principal:
     state = state_of(request)
     return state.service.authorize(bearer_token(request.headers.get("authorization")), client_ip(request))
 

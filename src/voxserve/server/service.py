@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -17,7 +18,8 @@ import numpy as np
 from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encoder, supported_formats
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.voices import parse_blend
-from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
+from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
+from voxserve.server import audit
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator, Principal
 from voxserve.server.lifecycle import Lifecycle
@@ -93,6 +95,7 @@ class Utterance:
         self._resampler = StreamingResampler(session.sample_rate, rate) if rate != session.sample_rate else None
         self._transport = transport
         self._client = client
+        self._who = _caller.get() or client  # who authenticated in this request's context
         self._t0: float | None = None
         self._ttfa: float | None = None
         self._chars = 0
@@ -160,6 +163,9 @@ class Utterance:
                 raise
             if not self.cancelled:
                 status = "failed"
+                if not isinstance(exc, VoxError):  # a fault of this utterance: it alone fails
+                    log.error("synthesis failed (voice %s)", self.voice.id, exc_info=exc)
+                    raise EngineFailure("synthesis failed; the server logged why") from exc
                 raise
             # the client cancelled: whatever the session raised while stopping is of no use to it
             log.warning("session raised %r after cancel; ignored", exc)
@@ -205,6 +211,15 @@ class Utterance:
         if self._service.settings.log_text:
             line["text"] = "".join(self._texts)
         access_log.info(json.dumps(line))
+        fields: dict[str, object] = {"client": self._who, "ip": self._client, "transport": self._transport}
+        fields["voice"] = self.voice.id
+        fields.update(chars=self._chars, audio_s=line["audio_s"], status=status, stall_s=line["stall_s"])
+        if "text" in line:
+            fields["text"] = line["text"]
+        audit.write(fields)
+
+
+_caller: ContextVar[str] = ContextVar("voxserve_caller", default="")
 
 
 class SpeechService:
@@ -232,6 +247,8 @@ class SpeechService:
     def authorize(self, token: str | None, client_ip: str | None) -> Principal:
         principal = self.authenticator.authenticate(token)
         self.limiter.check(principal.id, client_ip)
+        # what the audit log names the caller by, for the utterances this request context opens
+        _caller.set("" if principal.kind == "anonymous" else principal.id)
         return principal
 
     # --- catalogue -----------------------------------------------------------------

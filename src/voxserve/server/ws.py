@@ -14,11 +14,12 @@ import logging
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, ws_close_code
+from voxserve.errors import IdleTimeout, InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, ws_close_code
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.service import SpeechRequest
 from voxserve.server.state import ServerState
+from voxserve.settings import Settings
 
 log = logging.getLogger("voxserve.server")
 ws_router = APIRouter()
@@ -162,15 +163,20 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     token = bearer_token(websocket.headers.get("authorization")) or query.get("api_key") or query.get("token")
     first: dx.ClientMessage | None = None
     if service.authenticator.enabled and not token:
-        raw = await _receive_text(websocket, settings.max_ws_message_bytes)
+        wait = settings.ws_first_message_s
+        try:
+            raw = await asyncio.wait_for(_receive_text(websocket, settings.max_ws_message_bytes), wait)
+        except asyncio.TimeoutError:
+            raise Unauthorized(f"no credentials within {wait:g} s of connecting") from None
         first = raw if isinstance(raw, dx.Invalid) else parse_message(raw)
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             token = json.loads(raw).get("api_key")  # type: ignore[arg-type]
     service.authorize(token, client)
     stream = dx.DuplexStream(service, "ws", client)  # takes a stream slot per utterance, not per connection
     try:
-        reader = asyncio.create_task(_read(websocket, stream, first, settings.max_ws_message_bytes))
-        writer = asyncio.create_task(_write(websocket, stream))
+        sent = [asyncio.get_running_loop().time()]  # when the writer last sent an event
+        reader = asyncio.create_task(_read(websocket, stream, first, settings, sent))
+        writer = asyncio.create_task(_write(websocket, stream, sent))
         done, pending = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
             task.cancel()
@@ -195,16 +201,44 @@ async def _receive_text(websocket: WebSocket, limit: int) -> str | dx.Invalid:
     return str(text)
 
 
-async def _read(websocket: WebSocket, stream: dx.DuplexStream, first: dx.ClientMessage | None, limit: int) -> None:
+async def _read(
+    websocket: WebSocket, stream: dx.DuplexStream, first: dx.ClientMessage | None, settings: Settings, sent: list[float]
+) -> None:
     if first is not None:
         await stream.handle(first)
+    waiting_first = first is None
     while True:
-        raw = await _receive_text(websocket, limit)
+        raw = await _receive_idle(websocket, settings, sent, first=waiting_first)
+        waiting_first = False
         await stream.handle(raw if isinstance(raw, dx.Invalid) else parse_message(raw))
 
 
-async def _write(websocket: WebSocket, stream: dx.DuplexStream) -> None:
+async def _receive_idle(
+    websocket: WebSocket, settings: Settings, sent: list[float], *, first: bool
+) -> str | dx.Invalid:
+    """The next message. The first must come within ``ws_first_message_s``; later, a connection may be
+    silent both ways (no message in, no event out) for ``ws_idle_timeout_s`` (0 = for ever).
+    ``sent[0]`` is when the writer last sent an event."""
+    loop = asyncio.get_running_loop()
+    receiving = asyncio.ensure_future(_receive_text(websocket, settings.max_ws_message_bytes))
+    wait = settings.ws_first_message_s if first else settings.ws_idle_timeout_s
+    since = loop.time()
+    try:
+        while True:
+            left = None if not wait else wait - (loop.time() - (since if first else max(since, sent[0])))
+            done, _ = await asyncio.wait({receiving}, timeout=None if left is None else max(0.0, left))
+            if done:
+                return receiving.result()
+            if left is not None and left <= 0:
+                what = "no message" if first else "nothing sent or received"
+                raise IdleTimeout(f"{what} for {wait:g} s; the idle connection is closed")
+    finally:
+        receiving.cancel()
+
+
+async def _write(websocket: WebSocket, stream: dx.DuplexStream, sent: list[float]) -> None:
     async for event in stream.events():
+        sent[0] = asyncio.get_running_loop().time()
         await websocket.send_text(json.dumps(event_json(event)))
         if isinstance(event, dx.Chunk):
             await websocket.send_bytes(event.chunk.audio)

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage
 from voxserve.settings import Settings
-from voxserve.text.clean import clean_text, is_speakable, strip_controls
+from voxserve.text.clean import check_numbers, clean_text, is_speakable, strip_controls
 from voxserve.text.languages import SUPPORTED_LANGS, Alphabet, normalize_lang
 from voxserve.text.markup import check_phonemes, parse_markup, strip_markup
 from voxserve.text.normalize_en import normalize_english
@@ -143,6 +143,7 @@ class Frontend:
             if span.phonemes is not None:
                 words.append(PhonemeWord(span.text, check_phonemes(span.phonemes, alphabet)))
             else:
+                check_numbers(span.text)
                 plain = normalize_english(span.text) if lang.startswith("en") else span.text
                 if plain.strip():
                     words.extend(g2p(plain))
