@@ -1,0 +1,1 @@
+"""Evaluation helpers: speech recognition and error rates for intelligibility checks."""
