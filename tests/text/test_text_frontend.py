@@ -44,11 +44,14 @@ def test_control_characters_and_emoji_stripped(frontend: Frontend) -> None:
     assert segments[0].phonemes == "həlˈO wˈɜɹld!"
 
 
-def test_mixed_scripts_never_crash(frontend: Frontend) -> None:
-    for text in ["Привет, how are you?", "Hello 東京 and Σ world", "Ça va? Grüße aus Köln!"]:
+def test_mixed_scripts_are_read_or_refused_by_name(frontend: Frontend) -> None:
+    for text in ["Ça va? Grüße aus Köln!", "The angle Σ is small"]:  # Latin letters; a lone Greek symbol
         segments = frontend.phonemize(text, "en-us")
         assert segments
         assert not set(" ".join(s.phonemes for s in segments)) - set(KOKORO_VOCAB)
+    for text, name in [("Привет, how are you?", "Russian"), ("Hello 東京 and world", "Chinese")]:
+        with pytest.raises(UnsupportedLanguage, match=name):  # never spelled out letter by letter
+            frontend.phonemize(text, "en-us")
 
 
 def test_segments_carry_boundaries(frontend: Frontend) -> None:

@@ -18,6 +18,7 @@ from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encod
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.voices import parse_blend
 from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
+from voxserve.routing import AUTO_VOICE, Router
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator, Principal
 from voxserve.server.lifecycle import Lifecycle
@@ -255,6 +256,9 @@ class SpeechService:
         canonical = "+".join(f"{member.id}:{weight:g}" for member, (_, weight) in zip(members, parts, strict=True))
         return VoiceInfo(canonical, first.engine, first.lang, first.gender, first.sample_rate, "blend")
 
+    def _router(self) -> Router:
+        return Router(self.voices(), self.settings.default_voice, self.settings.language_voices)
+
     def _folded(self) -> dict[str, VoiceInfo]:
         """Voices by lower-case id, so "AF_HEART" finds af_heart."""
         return {voice.id.lower(): voice for voice in self.voices()}
@@ -266,8 +270,14 @@ class SpeechService:
     def validate(self, request: SpeechRequest, *, needs_text: bool) -> SpeechRequest:
         """Fill defaults and check every option; raise :class:`InvalidInput` with what to fix."""
         self.lifecycle.require_ready()
-        voice = (request.voice or self.settings.default_voice).strip()
+        named = None if request.voice is None or request.voice.strip().lower() == AUTO_VOICE else request.voice
+        if named is not None:
+            named = self.voice(named.strip()).id  # an unknown voice is an UnknownVoice, whatever the text
+        route = self._router().route(request.text, named, request.lang)
+        voice = route.voice
         info = self.voice(voice)
+        if request.lang is not None or route.rerouted or named is None:
+            request = replace(request, lang=route.lang)
         if request.lang is not None:
             lang = normalize_lang(request.lang)
             if info.engine == "piper" and not lang.startswith("en"):

@@ -15,6 +15,7 @@ from voxserve.text.languages import SUPPORTED_LANGS, Alphabet, normalize_lang
 from voxserve.text.markup import check_phonemes, parse_markup, strip_markup
 from voxserve.text.normalize_en import normalize_english
 from voxserve.text.phoneme_split import fit_words, sentence_words
+from voxserve.text.scripts import check_readable
 from voxserve.text.segment import IncrementalSegmenter, TextSegment, split_text
 from voxserve.types import PhonemeSegment, PhonemeWord
 
@@ -62,7 +63,7 @@ class Frontend:
     ) -> list[PhonemeSegment]:
         """Phonemize a whole text into segments, the first short, each within ``max_phonemes``."""
         lang, alphabet = self._check(lang, alphabet)
-        text = self._clean(text)
+        text = self._clean(text, lang)
         segments: list[PhonemeSegment] = []
         for segment in split_text(text, self.first_segment_words, self.max_segment_chars):
             segments.extend(self.phonemize_segment(segment, lang, alphabet, max_phonemes=max_phonemes))
@@ -89,6 +90,7 @@ class Frontend:
         text = clean_text(segment.text)
         if not is_speakable(strip_markup(text)):
             return []
+        check_readable(strip_markup(text), lang)
         words = self._words(text, lang, alphabet)
         if not any(w.phonemes.strip(',.;:!?—…"“”() ') for w in words):
             return []
@@ -125,7 +127,7 @@ class Frontend:
             raise UnsupportedLanguage(f"language {lang!r} is not supported; supported: {', '.join(SUPPORTED_LANGS)}")
         return canonical, alphabet
 
-    def _clean(self, text: str) -> str:
+    def _clean(self, text: str, lang: str) -> str:
         if len(text) > self.max_input_chars:
             raise InputTooLarge(f"input is {len(text)} characters; the limit is {self.max_input_chars}")
         if not strip_controls(text).strip():
@@ -133,6 +135,7 @@ class Frontend:
         cleaned = clean_text(text)
         if not is_speakable(strip_markup(cleaned)):
             raise InvalidInput("input text has nothing speakable (only symbols, punctuation or emoji)")
+        check_readable(strip_markup(cleaned), lang)
         return cleaned
 
     def _words(self, text: str, lang: str, alphabet: Alphabet) -> list[PhonemeWord]:
