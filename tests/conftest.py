@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +115,30 @@ def piper_ids(model_store):  # type: ignore[no-untyped-def]
         return [*ids, 2]
 
     return build
+
+
+PiperVoiceMaker = Callable[..., Path]
+
+
+@pytest.fixture(scope="session")
+def make_piper_voice(model_store) -> PiperVoiceMaker:  # type: ignore[no-untyped-def]
+    """A Piper voice made locally from joe's files: ``make(folder, "de_DE-test-medium", espeak="de",
+    speakers={"anna": 0, "ben": 1})`` links joe's graph under the new name and writes a config with
+    that name's language, the espeak voice and the speaker map. No network is needed."""
+
+    def make(folder: Path, voice: str, *, espeak: str, speakers: dict[str, int] | None = None) -> Path:
+        config = json.loads(model_store.piper_config().read_text())
+        code = voice.split("-")[0]
+        config["language"] = {"code": code, "family": code.split("_")[0], "region": code.split("_")[-1]}
+        config["espeak"] = {"voice": espeak}
+        config["dataset"] = voice.split("-")[1]
+        config["speaker_id_map"] = dict(speakers or {})
+        config["num_speakers"] = max(1, len(speakers or {}))
+        folder.mkdir(parents=True, exist_ok=True)
+        model = folder / f"{voice}.onnx"
+        model.unlink(missing_ok=True)
+        model.symlink_to(model_store.piper_model())
+        (folder / f"{voice}.onnx.json").write_text(json.dumps(config))
+        return model
+
+    return make

@@ -124,6 +124,13 @@ class Settings(BaseSettings):
         default=False, description="Let idle ONNX Runtime threads busy-wait (faster only with one session per core)."
     )
 
+    piper_memory_mb: int = Field(
+        default=1024,
+        ge=64,
+        description="Memory the Piper voices found under MODEL_PATH may hold loaded; the least recently used "
+        "are unloaded beyond it.",
+    )
+
     # --- voice defaults -----------------------------------------------------------
     default_voice: str = Field(default="af_heart")
     default_lang: str | None = Field(default=None, description="Language when the voice does not imply one.")

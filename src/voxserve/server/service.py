@@ -17,7 +17,8 @@ import numpy as np
 from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encoder, supported_formats
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.voices import parse_blend
-from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
+from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, VoxError
+from voxserve.piper_voices import check_piper_language
 from voxserve.routing import AUTO_VOICE, Router
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator, Principal
@@ -280,8 +281,7 @@ class SpeechService:
             request = replace(request, lang=route.lang)
         if request.lang is not None:
             lang = normalize_lang(request.lang)
-            if info.engine == "piper" and not lang.startswith("en"):
-                raise UnsupportedLanguage(f"voice {voice!r} speaks English only; pick a Kokoro voice for {lang!r}")
+            check_piper_language(info.engine, voice, info.lang, lang)
         fmt = request.format.lower()
         if fmt not in supported_formats():
             raise InvalidInput(f"unsupported format {request.format!r}; use one of {', '.join(supported_formats())}")

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage
 from voxserve.settings import Settings
 from voxserve.text.clean import clean_text, is_speakable, strip_controls
-from voxserve.text.languages import SUPPORTED_LANGS, Alphabet, normalize_lang
+from voxserve.text.languages import Alphabet, normalize_lang, supported_langs
 from voxserve.text.markup import check_phonemes, parse_markup, strip_markup
 from voxserve.text.normalize_en import normalize_english
 from voxserve.text.phoneme_split import fit_words, sentence_words
@@ -123,8 +123,8 @@ class Frontend:
         canonical = normalize_lang(lang)
         if alphabet not in ALPHABETS:
             raise InvalidInput(f"unknown phoneme alphabet {alphabet!r}; use one of {', '.join(ALPHABETS)}")
-        if canonical not in SUPPORTED_LANGS:
-            raise UnsupportedLanguage(f"language {lang!r} is not supported; supported: {', '.join(SUPPORTED_LANGS)}")
+        if canonical not in supported_langs():
+            raise UnsupportedLanguage(f"language {lang!r} is not supported; supported: {', '.join(supported_langs())}")
         return canonical, alphabet
 
     def _clean(self, text: str, lang: str) -> str:
