@@ -124,10 +124,19 @@ PiperVoiceMaker = Callable[..., Path]
 def make_piper_voice(model_store) -> PiperVoiceMaker:  # type: ignore[no-untyped-def]
     """A Piper voice made locally from joe's files: ``make(folder, "de_DE-test-medium", espeak="de",
     speakers={"anna": 0, "ben": 1})`` links joe's graph under the new name and writes a config with
-    that name's language, the espeak voice and the speaker map. No network is needed."""
+    that name's language, the espeak voice, the speaker map and ``phoneme_ids`` over joe's phoneme map.
+    No network is needed."""
 
-    def make(folder: Path, voice: str, *, espeak: str, speakers: dict[str, int] | None = None) -> Path:
+    def make(
+        folder: Path,
+        voice: str,
+        *,
+        espeak: str,
+        speakers: dict[str, int] | None = None,
+        phoneme_ids: dict[str, list[int]] | None = None,
+    ) -> Path:
         config = json.loads(model_store.piper_config().read_text())
+        config["phoneme_id_map"].update(phoneme_ids or {})
         code = voice.split("-")[0]
         config["language"] = {"code": code, "family": code.split("_")[0], "region": code.split("_")[-1]}
         config["espeak"] = {"voice": espeak}

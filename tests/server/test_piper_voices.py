@@ -4,6 +4,7 @@ graph under other names, languages and speaker maps (made locally: no network)."
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,15 +25,19 @@ from .support import RunningServer, server_settings
 GERMAN = "de_DE-testvoice-medium"
 BRITISH = "en_GB-second-medium"
 FRENCH = "fr_FR-third-medium"
+KOREAN = "ko_KR-fixture-medium"
 LATENT_ELSEWHERE = "/flow/latent_output_0"
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory, make_piper_voice) -> Path:  # type: ignore[no-untyped-def]
+def model_path(tmp_path_factory: pytest.TempPathFactory, make_piper_voice, model_store) -> Path:  # type: ignore[no-untyped-def]
     folder = tmp_path_factory.mktemp("model_path")
     make_piper_voice(folder, GERMAN, espeak="de", speakers={"anna": 0, "ben": 1})
     make_piper_voice(folder / "more", BRITISH, espeak="en-gb")
     make_piper_voice(folder / "more", FRENCH, espeak="fr-fr")
+    # Korean: joe's graph (it will sound wrong) with a Korean config whose phoneme map differs from joe's
+    joe = json.loads(model_store.piper_config().read_text())["phoneme_id_map"]
+    make_piper_voice(folder, KOREAN, espeak="ko", phoneme_ids={"ɐ": joe["a"], "a": joe["ɐ"]})
     return folder
 
 
@@ -44,8 +49,8 @@ def server(model_path: Path) -> Iterator[RunningServer]:
     running.stop()
 
 
-def speak(server: RunningServer, voice: str, text: str) -> httpx.Response:
-    body = {"voice": voice, "input": text, "response_format": "pcm"}
+def speak(server: RunningServer, voice: str | None, text: str) -> httpx.Response:
+    body = {"input": text, "response_format": "pcm", **({"voice": voice} if voice else {})}
     return httpx.post(server.base + "/v1/audio/speech", json=body, timeout=60)
 
 
@@ -75,6 +80,42 @@ def test_voices_load_on_use_stream_in_windows_and_unload_least_recently_used(ser
     assert refused.status_code == 404 or refused.json()["error"]["code"] == "unknown_voice"
     japanese = speak(server, f"{GERMAN}@anna", "今日はいい天気です。")
     assert japanese.status_code == 400 and japanese.json()["error"]["code"] == "unsupported_language"
+
+
+class FeedRecorder:
+    """Stands in front of an ONNX session to keep what each call was fed (the session still runs)."""
+
+    def __init__(self, session: object) -> None:
+        self._session = session
+        self.feeds: list[dict[str, np.ndarray]] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._session, name)
+
+    def run(self, outputs: object, feed: dict[str, np.ndarray], *args: object) -> object:
+        self.feeds.append(feed)
+        return self._session.run(outputs, feed, *args)  # type: ignore[attr-defined]
+
+
+@pytest.mark.e2e
+def test_korean_text_reaches_a_korean_voice_as_its_own_phoneme_ids(server: RunningServer) -> None:
+    text = "사과 3개 주세요."
+    first = speak(server, None, text)  # no voice: the Hangul picks the Korean voice
+    assert first.status_code == 200 and first.headers["x-voice"] == KOREAN and pcm_rms(first.content) > 0.01
+    runtime = server.state.service.runtime  # type: ignore[attr-defined]
+    engine = runtime.piper_library.loaded(KOREAN)
+    recorder = FeedRecorder(engine._streamer.front_session)  # the windowed front: where ids enter the graph
+    engine._streamer.front_session = recorder
+    assert speak(server, KOREAN, text).status_code == 200
+    (segment,) = runtime.frontend.phonemize(text, "ko", "espeak")
+    assert segment.phonemes.startswith("sˈɐqwɐ sˈe ɡˈɛ")  # 3개 read 세 개 (native), by espeak-ng's Korean
+    ids = recorder.feeds[0]["input"].reshape(-1).tolist()
+    assert ids == engine.phoneme_ids(segment.phonemes)
+    korean_map = engine.config.phoneme_id_map
+    assert (
+        korean_map["ɐ"][0] in ids
+        and korean_map["ɐ"] != json.loads(runtime.store.piper_config().read_text())["phoneme_id_map"]["ɐ"]
+    )  # the voice's own map, not joe's
 
 
 @pytest.mark.e2e

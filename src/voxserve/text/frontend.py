@@ -14,6 +14,7 @@ from voxserve.text.clean import clean_text, is_speakable, strip_controls
 from voxserve.text.languages import Alphabet, normalize_lang, supported_langs
 from voxserve.text.markup import check_phonemes, parse_markup, strip_markup
 from voxserve.text.normalize_en import normalize_english
+from voxserve.text.normalize_ko import normalize_korean
 from voxserve.text.phoneme_split import fit_words, sentence_words
 from voxserve.text.scripts import check_readable
 from voxserve.text.segment import IncrementalSegmenter, TextSegment, split_text
@@ -23,6 +24,15 @@ log = logging.getLogger(__name__)
 
 KOKORO_MAX_PHONEMES = 510
 ALPHABETS: tuple[Alphabet, ...] = ("misaki", "espeak")
+
+
+def _normalize(text: str, lang: str) -> str:
+    """The language's own text normalization before G2P (numbers, abbreviations, units)."""
+    if lang.startswith("en"):
+        return normalize_english(text)
+    if lang == "ko":
+        return normalize_korean(text)
+    return text
 
 
 class G2P(Protocol):
@@ -146,7 +156,7 @@ class Frontend:
             if span.phonemes is not None:
                 words.append(PhonemeWord(span.text, check_phonemes(span.phonemes, alphabet)))
             else:
-                plain = normalize_english(span.text) if lang.startswith("en") else span.text
+                plain = _normalize(span.text, lang)
                 if plain.strip():
                     words.extend(g2p(plain))
             if words and i + 1 < len(spans):
