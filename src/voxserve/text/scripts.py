@@ -157,9 +157,14 @@ def unreadable(text: str, lang: str) -> list[str]:
 
 
 def describe(text: str, missing: list[str], lang: str) -> str:
-    """ "Korean (Hangul script)" for messages: the language the text is in, and the scripts not read."""
+    """ "Korean (Hangul script)", "Russian (Cyrillic script) and Chinese (Han script)" for messages: the
+    languages of the scripts not read (Han with kana is Japanese)."""
     target = text_language(text, lang)
-    return f"{language_name(target)} ({', '.join(missing)} script)"
+    groups: dict[str, list[str]] = {}
+    for script in missing:
+        language = target if target == "ja" and script in ("Han", "Kana") else SCRIPT_LANGUAGE.get(script, script)
+        groups.setdefault(language, []).append(script)
+    return " and ".join(f"{language_name(name)} ({', '.join(scripts)} script)" for name, scripts in groups.items())
 
 
 def check_readable(text: str, lang: str) -> None:
