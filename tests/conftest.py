@@ -82,25 +82,12 @@ def transcribe() -> Transcriber:
     return Transcriber()
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower().replace("-", " "))
-
-
-def word_error_rate(reference: str, hypothesis: str) -> float:
-    """Levenshtein distance over words, divided by the reference length."""
-    ref, hyp = _words(reference), _words(hypothesis)
-    prev = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        cur = [i] + [0] * len(hyp)
-        for j, h in enumerate(hyp, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
-        prev = cur
-    return prev[-1] / max(1, len(ref))
-
-
 @pytest.fixture(scope="session")
 def wer() -> object:
-    return word_error_rate
+    """Word error rate (Levenshtein distance over lower-cased words / the reference's word count)."""
+    from voxserve.evaluation.asr import wer
+
+    return wer
 
 
 @pytest.fixture(scope="session")
