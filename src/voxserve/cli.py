@@ -219,10 +219,28 @@ def cmd_voices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fetch_piper_voices(settings: Settings, action: str, names: list[str]) -> int:
+    """``voxserve models fetch piper:<voice> …``: catalog voices into MODEL_PATH (else the cache)."""
+    from voxserve.models.piper_catalog import FETCHED_DIR, fetch_voice, hub_download
+
+    if action != "fetch":
+        raise VoxError("name voices only with 'fetch' (voxserve models fetch piper:de_DE-thorsten-medium)")
+    root = Path(settings.model_path).expanduser() if settings.model_path else settings.cache_dir / FETCHED_DIR
+    for name in names:
+        family, _, voice = name.partition(":")
+        if family != "piper" or not voice:
+            raise VoxError(f"{name!r}: name a Piper catalog voice as piper:<voice>, e.g. piper:de_DE-thorsten-medium")
+        files = fetch_voice(voice, root, hub_download)
+        print(f"installed {files.voice_id}: {files.model}")
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from voxserve.models import ModelStore, format_listing
 
     settings = _settings(args)
+    if args.names:
+        return _fetch_piper_voices(settings, args.action, args.names)
     store = ModelStore(settings)
     from voxserve.engines.onnx import resolve_providers
     from voxserve.models.split_cache import resolve_precision, split_builder
@@ -308,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = sub.add_parser("models", help="fetch or list model files")
     models.add_argument("action", choices=["fetch", "list"])
+    models.add_argument(
+        "names", nargs="*", help="catalog voices to fetch instead of the built-in models (piper:<voice>)"
+    )
     models.add_argument("--force", action="store_true", help="fetch again even if present")
     models.add_argument(
         "--no-learn", dest="no_learn", action="store_true", help="skip learning the voices' decoder statistics"

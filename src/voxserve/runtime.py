@@ -27,6 +27,7 @@ from voxserve.engines.windowing import WindowConfig
 from voxserve.errors import NotReady, UnknownVoice, UnsupportedLanguage
 from voxserve.models import ModelStore
 from voxserve.models.split_cache import ensure_split_graphs, resolve_precision
+from voxserve.piper_voices import PiperLibrary, check_piper_language
 from voxserve.settings import Settings
 from voxserve.stream.capacity import StreamCost, stream_share
 from voxserve.stream.pool import WorkerPool
@@ -65,6 +66,7 @@ class Runtime:
         self._streamers: list[KokoroStreamer] = []
         self._lock = threading.Lock()
         self.load_seconds: dict[str, float] = {}
+        self.piper_library: PiperLibrary | None = None  # Piper voices found under MODEL_PATH
         self.ready = False
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -90,6 +92,9 @@ class Runtime:
                 for voice in engine.voices():
                     self._voice_engine[voice.id] = engine
                 log.info("loaded engine %s in %.2f s", name, self.load_seconds[name])
+            self.piper_library = PiperLibrary.from_settings(self.settings, self.tuning, factory, self.window_config())
+            for voice in self.piper_library.voices(exclude=set(self._voice_engine)):
+                self._voice_engine[voice.id] = self.piper_library.engines[voice.id]
             self._pool = self._build_pool(factory, cores)
             self._thread_levels = factory.levels if factory.elastic else (None,)
             if warm:
@@ -257,7 +262,9 @@ class Runtime:
         return dict(self._engines)
 
     def voices(self) -> list[VoiceInfo]:
-        return [voice for engine in self._engines.values() for voice in engine.voices()]
+        own = [voice for engine in self._engines.values() for voice in engine.voices()]
+        found = self.piper_library.voices(exclude={v.id for v in own}) if self.piper_library else []
+        return own + found
 
     def engine_for(self, voice: str) -> Engine:
         if not self.ready:
@@ -300,8 +307,7 @@ class Runtime:
         """Start a streaming session; must be called from a running event loop."""
         engine = self.engine_for(params.voice)
         lang = self._lang_for(params)
-        if engine.name == "piper" and not lang.startswith("en"):
-            raise UnsupportedLanguage(f"voice {params.voice!r} speaks English only; pick a Kokoro voice for {lang!r}")
+        check_piper_language(engine.name, params.voice, lang_for_voice(params.voice.split("+")[0]), lang)
         return SynthesisSession(
             engine=engine,
             frontend=self.frontend,

@@ -79,9 +79,21 @@ class Settings(BaseSettings):
         description="Most decoder windows of concurrent streams in one call (0 = auto: 1 on CPU, 64 on a GPU).",
     )
 
+    piper_memory_mb: int = Field(
+        default=1024,
+        ge=64,
+        description="Memory the Piper voices found under MODEL_PATH may hold loaded; the least recently used "
+        "are unloaded beyond it.",
+    )
+
     # --- voice defaults -----------------------------------------------------------
     default_voice: str = Field(default="af_heart")
     default_lang: str | None = Field(default=None, description="Language when the voice does not imply one.")
+    language_voices: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="Voice per language, e.g. 'ja=jf_alpha,zh=zf_xiaobei': text a request's voice cannot read "
+        "goes to the voice of its language, and with no voice or 'auto' each language's voice is this one.",
+    )
 
     # --- streaming ----------------------------------------------------------------
     stream_buffer_ms: int = Field(
@@ -176,6 +188,18 @@ class Settings(BaseSettings):
             if value.strip().startswith("["):
                 return json.loads(value)
             return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("language_voices", mode="before")
+    @classmethod
+    def _split_pairs(cls, value: object) -> object:
+        if isinstance(value, str):
+            if value.strip().startswith("{"):
+                return json.loads(value)
+            pairs = [item.split("=", 1) for item in value.split(",") if item.strip()]
+            if any(len(pair) != 2 for pair in pairs):
+                raise ValueError(f"expected 'lang=voice,lang=voice', got {value!r}")
+            return {lang.strip(): voice.strip() for lang, voice in pairs}
         return value
 
     @field_validator("trusted_proxies")

@@ -18,7 +18,9 @@ import numpy as np
 from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encoder, supported_formats
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.voices import parse_blend
-from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
+from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput, UnknownVoice, VoxError
+from voxserve.piper_voices import check_piper_language
+from voxserve.routing import AUTO_VOICE, Router
 from voxserve.server import audit
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator, Principal
@@ -283,6 +285,9 @@ class SpeechService:
         canonical = "+".join(f"{member.id}:{weight:g}" for member, (_, weight) in zip(members, parts, strict=True))
         return VoiceInfo(canonical, first.engine, first.lang, first.gender, first.sample_rate, "blend")
 
+    def _router(self) -> Router:
+        return Router(self.voices(), self.settings.default_voice, self.settings.language_voices)
+
     def _folded(self) -> dict[str, VoiceInfo]:
         """Voices by lower-case id, so "AF_HEART" finds af_heart."""
         return {voice.id.lower(): voice for voice in self.voices()}
@@ -303,12 +308,17 @@ class SpeechService:
     def validate(self, request: SpeechRequest, *, needs_text: bool) -> SpeechRequest:
         """Fill defaults and check every option; raise :class:`InvalidInput` with what to fix."""
         self.lifecycle.require_ready()
-        voice = (request.voice or self.settings.default_voice).strip()
+        named = None if request.voice is None or request.voice.strip().lower() == AUTO_VOICE else request.voice
+        if named is not None:
+            named = self.voice(named.strip()).id  # an unknown voice is an UnknownVoice, whatever the text
+        route = self._router().route(request.text, named, request.lang)
+        voice = route.voice
         info = self.voice(voice)
+        if request.lang is not None or route.rerouted or named is None:
+            request = replace(request, lang=route.lang)
         if request.lang is not None:
             lang = normalize_lang(request.lang)
-            if info.engine == "piper" and not lang.startswith("en"):
-                raise UnsupportedLanguage(f"voice {voice!r} speaks English only; pick a Kokoro voice for {lang!r}")
+            check_piper_language(info.engine, voice, info.lang, lang)
         fmt = request.format.lower()
         if fmt not in supported_formats():
             raise InvalidInput(f"unsupported format {request.format!r}; use one of {', '.join(supported_formats())}")

@@ -6,6 +6,7 @@ import re
 import unicodedata
 
 from voxserve.errors import InvalidInput
+from voxserve.text.scripts import script_of
 
 _KEEP_SYMBOLS = set("°℃℉©®™€£¥₹$¢%&@+=×÷#")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
@@ -33,16 +34,42 @@ def check_digits(count: int) -> None:
         )
 
 
+# Invisible characters that separate words: the zero-width space, the invisible operators and the
+# Mongolian vowel separator (controls such as NUL count too). Other format characters (soft hyphen,
+# word joiner, byte order mark) sit inside words and are dropped.
+_INVISIBLE_BREAKS = frozenset("\u200b\u2062\u2063\u2064\u180e")
+# Zero-width (non-)joiners shape letters in the scripts that use them (Devanagari, Arabic, Persian…);
+# between letters of other scripts, or next to anything else, they only hide a word break.
+_JOINERS = frozenset("\u200c\u200d")
+_UNJOINED_SCRIPTS = frozenset({"Latin", "Cyrillic", "Greek", "Han", "Kana", "Hangul"})
+
+
+def _is_break(text: str, i: int) -> bool:
+    ch = text[i]
+    if ch in _INVISIBLE_BREAKS or (unicodedata.category(ch) == "Cc" and ch not in "\n\t"):
+        return True
+    if ch not in _JOINERS:
+        return False
+    j = i - 1
+    while j >= 0 and unicodedata.category(text[j]).startswith("M"):  # a virama or vowel sign: its letter's
+        j -= 1
+    before = script_of(text[j]) if j >= 0 else None
+    return before is None or before in _UNJOINED_SCRIPTS
+
+
 def clean_text(text: str) -> str:
-    """NFC-normalize; drop control/format characters and emoji; keep newlines; collapse spaces."""
+    """NFC-normalize; invisible separators become spaces; drop other control/format characters and
+    emoji; keep newlines; collapse spaces."""
     text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
     out: list[str] = []
-    for ch in text:
+    for i, ch in enumerate(text):
         if ch in "\n\t":
             out.append(ch)
             continue
         category = unicodedata.category(ch)
         if category in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            if _is_break(text, i):
+                out.append(" ")
             continue
         if category in ("So", "Sk") and ch not in _KEEP_SYMBOLS:
             out.append(" ")
