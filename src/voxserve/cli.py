@@ -52,6 +52,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "rate_limit_per_minute",
         "shutdown_grace_s",
         "default_voice",
+        "lexicon",
     ):
         value = getattr(args, field, None)
         if value is not None:
@@ -317,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-r", "--sample-rate", dest="sample_rate", type=int, help=f"output sample rate, {MIN_RATE} to {MAX_RATE} Hz"
     )
     say.add_argument("--phonemes", action="store_true", help="the input is phonemes, not text")
+    say.add_argument("--lexicon", help="pronunciation dictionary (JSON; docs/protocol.md)")
     say.add_argument("--play", action="store_true", help="play the result")
     say.add_argument("--engines", help=argparse.SUPPRESS)
     say.set_defaults(func=cmd_say)
@@ -354,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--rate-limit", dest="rate_limit_per_minute", type=int, help="requests/minute per client")
     serve.add_argument("--shutdown-grace", dest="shutdown_grace_s", type=float, help="seconds to drain on SIGTERM")
     serve.add_argument("--default-voice", dest="default_voice", help="voice when a request names none")
+    serve.add_argument("--lexicon", help="pronunciation dictionary (JSON; docs/protocol.md)")
     serve.add_argument("--log-text", dest="log_text", action="store_true", help="include input text in access logs")
     serve.set_defaults(func=cmd_serve)
 

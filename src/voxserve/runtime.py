@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import replace
 
 from voxserve.engines.base import Engine
 from voxserve.engines.batching import BatchPolicy
@@ -34,6 +35,7 @@ from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SessionConfig, SynthesisSession
 from voxserve.text.frontend import Frontend
 from voxserve.text.languages import lang_for_voice, normalize_lang
+from voxserve.text.lexicon import for_voice, load_lexicon
 from voxserve.text.teaching import TEACHING_SENTENCES
 from voxserve.tuning import Tuning
 from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
@@ -56,6 +58,7 @@ class Runtime:
         self.tuning = tuning or Tuning()
         self.store = ModelStore(settings)
         self.frontend = Frontend(settings)
+        self.lexicon = load_lexicon(settings.lexicon) if settings.lexicon is not None else {}
         self._engines: dict[str, Engine] = {}
         self._voice_engine: dict[str, Engine] = {}
         self._pool: WorkerPool | None = None
@@ -308,11 +311,16 @@ class Runtime:
         engine = self.engine_for(params.voice)
         lang = self._lang_for(params)
         check_piper_language(engine.name, params.voice, lang_for_voice(params.voice.split("+")[0]), lang)
+        # the caller's entries first (they win), then the server's for this language
+        server = self.lexicon.get(lang, ()) + self.lexicon.get("*", ())
+        lexicon = for_voice(params.lexicon, engine.alphabet, strict=True) + for_voice(
+            server, engine.alphabet, strict=False
+        )
         return SynthesisSession(
             engine=engine,
             frontend=self.frontend,
             pool=self.pool,
-            params=params,
+            params=replace(params, lexicon=lexicon),
             lang=lang,
             config=self.session_config(pace=pace),
         )

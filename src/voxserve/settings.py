@@ -159,6 +159,14 @@ class Settings(BaseSettings):
         ge=0,
         description="A WebSocket that sends nothing and has no utterance in progress this long is closed; 0 = never.",
     )
+    max_contexts: int = Field(
+        default=8, ge=1, description="Contexts open at once on one multi-context (protocol 2) connection."
+    )
+    context_idle_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A protocol-2 context that gets no message and makes no audio for this long is closed.",
+    )
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -169,6 +177,10 @@ class Settings(BaseSettings):
     log_text: bool = Field(default=False, description="Include input text in access and audit logs.")
     audit_log_file: Path | None = Field(
         default=None, description="Also append the audit log (one JSON line per utterance) to this file."
+    )
+    lexicon: Path | None = Field(
+        default=None,
+        description="Pronunciation dictionary: a JSON file of entries per language (docs/protocol.md).",
     )
 
     @field_validator(
