@@ -7,12 +7,12 @@ STAMP := $(VENV)/.installed
 PLUGINS := .venv-plugins
 PLUGINS_STAMP := $(PLUGINS)/.installed
 
-.PHONY: install models serve test lint bench clean system-deps plugins-venv
+.PHONY: install models serve test lint bench clean system-deps plugins-venv check
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py src/voxserve/server/protos/voxserve.proto
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,ops,bench,eval]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -31,7 +31,7 @@ $(PLUGINS_STAMP): pyproject.toml $(STAMP)
 plugins-venv: $(PLUGINS_STAMP)
 
 # Debian packages the end-to-end tests need (Chromium for the playground test, nginx for the
-# load-balancing test).
+# load-balancing test, promtool for the alert rules).
 system-deps:
 	@bash scripts/system-deps.sh
 
@@ -48,6 +48,10 @@ lint: install
 
 test: models system-deps lint plugins-venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The inner loop: lint, types and the unit tier (no real models, servers of real models, Whisper or browser).
+check: lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e"
 
 bench: models
 	$(BIN)/python -m bench.run

@@ -1,4 +1,4 @@
-"""Command line: ``voxserve say | voices | models | serve``."""
+"""Command line: ``voxserve say | voices | models | serve | bench | eval``."""
 
 from __future__ import annotations
 
@@ -220,22 +220,39 @@ def cmd_voices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fetch_piper_voices(settings: Settings, action: str, names: list[str]) -> int:
+    """``voxserve models fetch piper:<voice> …``: catalog voices into MODEL_PATH (else the cache)."""
+    from voxserve.models.piper_catalog import FETCHED_DIR, fetch_voice, hub_download
+
+    if action != "fetch":
+        raise VoxError("name voices only with 'fetch' (voxserve models fetch piper:de_DE-thorsten-medium)")
+    root = Path(settings.model_path).expanduser() if settings.model_path else settings.cache_dir / FETCHED_DIR
+    for name in names:
+        family, _, voice = name.partition(":")
+        if family != "piper" or not voice:
+            raise VoxError(f"{name!r}: name a Piper catalog voice as piper:<voice>, e.g. piper:de_DE-thorsten-medium")
+        files = fetch_voice(voice, root, hub_download)
+        print(f"installed {files.voice_id}: {files.model}")
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from voxserve.models import ModelStore, format_listing
 
     settings = _settings(args)
+    if args.names:
+        return _fetch_piper_voices(settings, args.action, args.names)
     store = ModelStore(settings)
-    if settings.decode_mode == "windowed":
-        from voxserve.engines.onnx import resolve_providers
-        from voxserve.models.split_cache import resolve_precision, split_builder
+    from voxserve.engines.onnx import resolve_providers
+    from voxserve.models.split_cache import resolve_precision, split_builder
 
-        on_gpu = resolve_providers(settings.providers)[0] != "CPUExecutionProvider"
-        store.builders.append(split_builder(resolve_precision(settings.precision, on_gpu)))
+    on_gpu = resolve_providers(settings.providers)[0] != "CPUExecutionProvider"
+    store.builders.append(split_builder(resolve_precision(settings.precision, on_gpu)))
     if args.action == "fetch":
         files = store.fetch(force=args.force, progress=not args.quiet)
         total = sum(1 for f in store.installed() if f.ok)
         print(f"installed {len(files)} files; {total} model files verified in {store.root}")
-        if settings.decode_mode == "windowed" and "kokoro" in settings.engines and not args.no_learn:
+        if "kokoro" in settings.engines and not args.no_learn:
             _learn_voices(settings, quiet=args.quiet)
     else:
         print(format_listing(store.installed()))
@@ -244,7 +261,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def _learn_voices(settings: Settings, quiet: bool) -> None:
     """Part of the model build: windowed Kokoro learns every voice's decoder statistics once (saved
-    with the split graphs; minutes on 2 cores), so that no server start pays for it."""
+    with the split graphs; it takes minutes), so that no server start pays for it."""
     from voxserve.runtime import Runtime
 
     runtime = Runtime(settings.model_copy(update={"engines": ["kokoro"]}))
@@ -263,6 +280,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     serve(_settings(args))
     return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from voxserve.benchmark.command import run
+
+    return run(args)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from voxserve.evaluation.command import run
+
+    return run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,6 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = sub.add_parser("models", help="fetch or list model files")
     models.add_argument("action", choices=["fetch", "list"])
+    models.add_argument(
+        "names", nargs="*", help="catalog voices to fetch instead of the built-in models (piper:<voice>)"
+    )
     models.add_argument("--force", action="store_true", help="fetch again even if present")
     models.add_argument(
         "--no-learn", dest="no_learn", action="store_true", help="skip learning the voices' decoder statistics"
@@ -327,6 +359,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--lexicon", help="pronunciation dictionary (JSON; docs/protocol.md)")
     serve.add_argument("--log-text", dest="log_text", action="store_true", help="include input text in access logs")
     serve.set_defaults(func=cmd_serve)
+
+    from voxserve.benchmark.command import add_arguments
+
+    bench = sub.add_parser("bench", help="load-test a running server (first audio, underruns, capacity, soak)")
+    add_arguments(bench)
+    bench.set_defaults(func=cmd_bench)
+
+    from voxserve.evaluation.command import add_arguments as add_eval_arguments
+
+    evaluate = sub.add_parser("eval", help="score the voices: intelligibility, streaming fidelity, naturalness, seams")
+    add_eval_arguments(evaluate)
+    evaluate.set_defaults(func=cmd_eval)
     return parser
 
 

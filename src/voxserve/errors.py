@@ -85,6 +85,12 @@ class ClientTooSlow(VoxError):
     code = "client_too_slow"
 
 
+class IdleTimeout(ClientTooSlow):
+    """A connection sent nothing (no credentials, no message) for longer than the server waits."""
+
+    code = "idle_timeout"
+
+
 class NotReady(VoxError):
     code = "not_ready"
 

@@ -285,14 +285,13 @@ async def speak(
     client: str,
     emit: Callable[[EncodedChunk], Awaitable[None]],
 ) -> None:
-    """Synthesize one utterance while holding a stream slot; each chunk goes to ``emit``.
-
-    The slot is taken only once the turn has text: an utterance still waiting for it costs nothing."""
+    """Synthesize one utterance while booked with admission (its share of the machine); each chunk goes
+    to ``emit``. The booking is made only once the turn has text: an utterance still waiting costs nothing."""
     await turn.wait_for_text()
     if turn.cancelled or not turn.has_text:
         return
     admission = service.admission
-    await admission.acquire()  # Overloaded (server full or draining): raised to the caller
+    booked = await admission.acquire(service.share(turn.request))  # Overloaded (full or draining): raised
     try:
         if turn.cancelled:
             return
@@ -301,4 +300,4 @@ async def speak(
         async for chunk in utterance.chunks():
             await emit(chunk)
     finally:
-        admission.release()
+        admission.release(booked)

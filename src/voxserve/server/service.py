@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -17,7 +18,10 @@ import numpy as np
 from voxserve.audio import Encoder, StreamingResampler, encoded_rate, make_encoder, supported_formats
 from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.voices import parse_blend
-from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage, VoxError
+from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput, UnknownVoice, VoxError
+from voxserve.piper_voices import check_piper_language
+from voxserve.routing import AUTO_VOICE, Router
+from voxserve.server import audit
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator, Principal
 from voxserve.server.lifecycle import Lifecycle
@@ -25,6 +29,7 @@ from voxserve.server.metrics import Metrics
 from voxserve.server.ratelimit import RateLimiter
 from voxserve.server.runtime_api import RuntimeLike, SessionLike
 from voxserve.settings import Settings
+from voxserve.stream.playback import PlaybackClock
 from voxserve.text.languages import normalize_lang
 from voxserve.text.ssml import looks_like_ssml, ssml_to_text
 from voxserve.types import MAX_OUTPUT_RATE as MAX_RATE
@@ -77,6 +82,8 @@ class UtteranceSummary:
     ttfa_ms: float | None
     rtf: float | None
     cancelled: bool
+    stall_s: float = 0.0  # seconds a listener playing from the first audio would have waited
+    stalls: int = 0  # how many times it would have run dry
 
 
 class Utterance:
@@ -102,12 +109,14 @@ class Utterance:
         self._resampler = StreamingResampler(session.sample_rate, rate) if rate != session.sample_rate else None
         self._transport = transport
         self._client = client
+        self._who = _caller.get() or client  # who authenticated in this request's context
         self._t0: float | None = None
         self._ttfa: float | None = None
         self._chars = 0
         self._texts: list[str] = []
         self._audio_s = 0.0
         self._chunks = 0
+        self._playback = PlaybackClock()  # the listener the stream is measured against (underruns)
         self.cancelled = False
         self.cancel_reason: VoxError | None = None
         self.finished = False
@@ -155,6 +164,7 @@ class Utterance:
                 offset, duration = self._audio_s, sent / rate
                 self._chunks += 1
                 self._audio_s += duration
+                self._playback.on_audio(time.monotonic(), duration)
                 yield EncodedChunk(chunk.index, offset, duration, data, words, chunk.final)
             if self.cancel_reason is not None:
                 raise self.cancel_reason
@@ -164,12 +174,16 @@ class Utterance:
                     offset, duration = self._audio_s, held / rate
                     self._chunks += 1
                     self._audio_s += duration
+                    self._playback.on_audio(time.monotonic(), duration)
                     yield EncodedChunk(self._chunks - 1, offset, duration, tail, (), True)
         except Exception as exc:
             if exc is self.cancel_reason:
                 raise
             if not self.cancelled:
                 status = "failed"
+                if not isinstance(exc, VoxError):  # a fault of this utterance: it alone fails
+                    log.error("synthesis failed (voice %s)", self.voice.id, exc_info=exc)
+                    raise EngineFailure("synthesis failed; the server logged why") from exc
                 raise
             # the client cancelled: whatever the session raised while stopping is of no use to it
             log.warning("session raised %r after cancel; ignored", exc)
@@ -194,13 +208,17 @@ class Utterance:
         stats = self._session.stats
         rtf = stats.compute_s / stats.audio_s if stats.audio_s > 0 else None
         ttfa = None if self._ttfa is None else self._ttfa * 1000.0
-        return UtteranceSummary(self._audio_s, self._chunks, ttfa, rtf, self.cancelled)
+        playback = self._playback
+        return UtteranceSummary(
+            self._audio_s, self._chunks, ttfa, rtf, self.cancelled, playback.stall_s, len(playback.stalls)
+        )
 
     def _record(self, status: str) -> None:
         stats = self._session.stats
         label = "blend" if self.voice.name == "blend" else self.voice.id  # keeps metric labels bounded
+        stall_s = self._playback.stall_s
         self._service.metrics.observe_stream(
-            self.voice.engine, label, self._transport, self._ttfa, stats.audio_s, stats.compute_s
+            self.voice.engine, label, self._transport, self._ttfa, stats.audio_s, stats.compute_s, stall_s
         )
         line: dict[str, object] = {
             "event": "utterance",
@@ -211,11 +229,21 @@ class Utterance:
             "chars": self._chars,
             "audio_s": round(self._audio_s, 3),
             "ttfa_ms": None if self._ttfa is None else round(self._ttfa * 1000.0, 1),
+            "stall_s": round(stall_s, 3),
             "status": status,
         }
         if self._service.settings.log_text:
             line["text"] = "".join(self._texts)
         access_log.info(json.dumps(line))
+        fields: dict[str, object] = {"client": self._who, "ip": self._client, "transport": self._transport}
+        fields["voice"] = self.voice.id
+        fields.update(chars=self._chars, audio_s=line["audio_s"], status=status, stall_s=line["stall_s"])
+        if "text" in line:
+            fields["text"] = line["text"]
+        audit.write(fields)
+
+
+_caller: ContextVar[str] = ContextVar("voxserve_caller", default="")
 
 
 def _read_ssml(request: SpeechRequest) -> SpeechRequest:
@@ -254,6 +282,8 @@ class SpeechService:
     def authorize(self, token: str | None, client_ip: str | None) -> Principal:
         principal = self.authenticator.authenticate(token)
         self.limiter.check(principal.id, client_ip)
+        # what the audit log names the caller by, for the utterances this request context opens
+        _caller.set("" if principal.kind == "anonymous" else principal.id)
         return principal
 
     # --- catalogue -----------------------------------------------------------------
@@ -288,9 +318,21 @@ class SpeechService:
         canonical = "+".join(f"{member.id}:{weight:g}" for member, (_, weight) in zip(members, parts, strict=True))
         return VoiceInfo(canonical, first.engine, first.lang, first.gender, first.sample_rate, "blend")
 
+    def _router(self) -> Router:
+        return Router(self.voices(), self.settings.default_voice, self.settings.language_voices)
+
     def _folded(self) -> dict[str, VoiceInfo]:
         """Voices by lower-case id, so "AF_HEART" finds af_heart."""
         return {voice.id.lower(): voice for voice in self.voices()}
+
+    def share(self, request: SpeechRequest) -> float | None:
+        """What one real-time stream of this request's voice takes of the machine (admission's unit); None
+        when not known (no cost learned yet, or a voice no engine serves: the default one on a fake runtime)."""
+        try:
+            engine = self.voice(request.voice or self.settings.default_voice).engine
+        except VoxError:
+            return None
+        return self.runtime.stream_share(engine)
 
     def engines(self) -> list[str]:
         return sorted({voice.engine for voice in self.voices()})
@@ -301,12 +343,17 @@ class SpeechService:
         input becomes the text it reads (text/ssml.py)."""
         self.lifecycle.require_ready()
         request = _read_ssml(request)
-        voice = (request.voice or self.settings.default_voice).strip()
+        named = None if request.voice is None or request.voice.strip().lower() == AUTO_VOICE else request.voice
+        if named is not None:
+            named = self.voice(named.strip()).id  # an unknown voice is an UnknownVoice, whatever the text
+        route = self._router().route(request.text, named, request.lang)
+        voice = route.voice
         info = self.voice(voice)
+        if request.lang is not None or route.rerouted or named is None:
+            request = replace(request, lang=route.lang)
         if request.lang is not None:
             lang = normalize_lang(request.lang)
-            if info.engine == "piper" and not lang.startswith("en"):
-                raise UnsupportedLanguage(f"voice {voice!r} speaks English only; pick a Kokoro voice for {lang!r}")
+            check_piper_language(info.engine, voice, info.lang, lang)
         fmt = request.format.lower()
         if fmt not in supported_formats():
             raise InvalidInput(f"unsupported format {request.format!r}; use one of {', '.join(supported_formats())}")

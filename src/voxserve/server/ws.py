@@ -14,12 +14,13 @@ import logging
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, ws_close_code
+from voxserve.errors import IdleTimeout, InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, ws_close_code
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.contexts import ContextStream, open_stream
 from voxserve.server.service import SpeechRequest, word_json
 from voxserve.server.state import ServerState
+from voxserve.settings import Settings
 from voxserve.text.lexicon import parse_entries
 
 log = logging.getLogger("voxserve.server")
@@ -131,6 +132,8 @@ def _event_body(event: dx.ServerEvent) -> dict[str, object]:
             "ttfa_ms": None if s.ttfa_ms is None else round(s.ttfa_ms, 1),
             "rtf": None if s.rtf is None else round(s.rtf, 4),
             "cancelled": s.cancelled,
+            "stall_s": round(s.stall_s, 3),
+            "stalls": s.stalls,
         }
     if isinstance(event, dx.Ready):
         return {
@@ -187,17 +190,21 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     token = bearer_token(websocket.headers.get("authorization")) or query.get("api_key") or query.get("token")
     first: dx.ClientMessage | None = None
     if service.authenticator.enabled and not token:
-        raw, first = await _receive_message(websocket, settings.max_ws_message_bytes)
+        try:
+            raw, first = await _first_message(websocket, settings)
+        except IdleTimeout:
+            raise Unauthorized(f"no credentials within {settings.ws_first_message_s:g} s of connecting") from None
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             token = json.loads(raw).get("api_key")  # type: ignore[arg-type]
     service.authorize(token, client)
     if first is None:  # the first message chooses the protocol (the server sends nothing before it)
-        _, first = await _receive_message(websocket, settings.max_ws_message_bytes)
+        _, first = await _first_message(websocket, settings)
     # a stream slot is taken per utterance (context), not per connection
     stream = open_stream(service, "ws", client, first)
     try:
-        reader = asyncio.create_task(_read(websocket, stream, first, settings.max_ws_message_bytes))
-        writer = asyncio.create_task(_write(websocket, stream))
+        sent = [asyncio.get_running_loop().time()]  # when the writer last sent an event
+        reader = asyncio.create_task(_read(websocket, stream, first, settings, sent))
+        writer = asyncio.create_task(_write(websocket, stream, sent))
         done, pending = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
             task.cancel()
@@ -222,20 +229,47 @@ async def _receive_text(websocket: WebSocket, limit: int) -> str | dx.Invalid:
     return str(text)
 
 
-async def _receive_message(websocket: WebSocket, limit: int) -> tuple[str | dx.Invalid, dx.ClientMessage]:
-    raw = await _receive_text(websocket, limit)
+async def _first_message(websocket: WebSocket, settings: Settings) -> tuple[str | dx.Invalid, dx.ClientMessage]:
+    """The connection's first message (it chooses the protocol), due within ``ws_first_message_s``."""
+    raw = await _receive_idle(websocket, settings, [0.0], first=True)
     return raw, raw if isinstance(raw, dx.Invalid) else parse_message(raw)
 
 
-async def _read(websocket: WebSocket, stream: Stream, first: dx.ClientMessage, limit: int) -> None:
+async def _read(
+    websocket: WebSocket, stream: Stream, first: dx.ClientMessage, settings: Settings, sent: list[float]
+) -> None:
     await stream.handle(first)
     while True:
-        _, message = await _receive_message(websocket, limit)
-        await stream.handle(message)
+        raw = await _receive_idle(websocket, settings, sent, first=False)
+        await stream.handle(raw if isinstance(raw, dx.Invalid) else parse_message(raw))
 
 
-async def _write(websocket: WebSocket, stream: Stream) -> None:
+async def _receive_idle(
+    websocket: WebSocket, settings: Settings, sent: list[float], *, first: bool
+) -> str | dx.Invalid:
+    """The next message. The first must come within ``ws_first_message_s``; later, a connection may be
+    silent both ways (no message in, no event out) for ``ws_idle_timeout_s`` (0 = for ever).
+    ``sent[0]`` is when the writer last sent an event."""
+    loop = asyncio.get_running_loop()
+    receiving = asyncio.ensure_future(_receive_text(websocket, settings.max_ws_message_bytes))
+    wait = settings.ws_first_message_s if first else settings.ws_idle_timeout_s
+    since = loop.time()
+    try:
+        while True:
+            left = None if not wait else wait - (loop.time() - (since if first else max(since, sent[0])))
+            done, _ = await asyncio.wait({receiving}, timeout=None if left is None else max(0.0, left))
+            if done:
+                return receiving.result()
+            if left is not None and left <= 0:
+                what = "no message" if first else "nothing sent or received"
+                raise IdleTimeout(f"{what} for {wait:g} s; the idle connection is closed")
+    finally:
+        receiving.cancel()
+
+
+async def _write(websocket: WebSocket, stream: Stream, sent: list[float]) -> None:
     async for event in stream.events():
+        sent[0] = asyncio.get_running_loop().time()
         await websocket.send_text(json.dumps(event_json(event)))
         if isinstance(event, dx.Chunk):
             await websocket.send_bytes(event.chunk.audio)
