@@ -48,6 +48,10 @@ def bounded_h11(timeout_s: float, max_head_bytes: int) -> type[H11Protocol]:
             self._disarm()
             super().connection_lost(exc)
 
+        def handle_websocket_upgrade(self, event: Any) -> None:
+            self._disarm()  # the head is in, and the connection is a WebSocket's from now on
+            super().handle_websocket_upgrade(event)
+
         def _waiting(self) -> bool:
             return self.cycle is None or self.cycle.response_complete
 
@@ -66,7 +70,7 @@ def bounded_h11(timeout_s: float, max_head_bytes: int) -> type[H11Protocol]:
 
         def _too_slow(self) -> None:
             self._header_timer = None
-            if self._waiting():
+            if self._waiting() and self.transport.get_protocol() is self:
                 self.transport.close()
 
     return BoundedH11
