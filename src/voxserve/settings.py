@@ -149,6 +149,16 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = Field(default=100, ge=0, description="Requests per minute per client; 0 = off.")
     max_ws_message_bytes: int = Field(default=64 * 1024, ge=1024)
     max_fragments_per_second: int = Field(default=200, ge=1)
+    max_connections_per_client: int = Field(
+        default=64, ge=0, description="HTTP requests and WebSockets one client address may have open at once; 0 = any."
+    )
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, description="An HTTP request's headers must all arrive within this long (slowloris)."
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, description="Each part of an HTTP request body must arrive within this long."
+    )
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024, description="Largest HTTP request head (431/400 beyond).")
     ws_first_message_s: float = Field(
         default=10.0,
         gt=0,

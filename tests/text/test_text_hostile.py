@@ -58,3 +58,14 @@ def test_misaki_fallback_logs_no_word_count_warnings(
     loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert loud == [], [r.getMessage() for r in loud]
     assert "mismatch" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["½", "¾" * 50, "$1,000,000,000", "1" * MAX_DIGITS, "a.b.c.d.e.f.g", "MMMDCCCLXXXVIII", "100km/h", "1/2/3/4/5",
+     "#1#2#3", "&&&&&", "1st2nd3rd", "12:30:45pm", "1,234,567,890,123,456", "https://a.b/c/d/e/f/g", "x@y.z.w"],
+)  # fmt: skip
+def test_the_cost_rule_no_token_reads_as_more_than_two_words_per_character(token: str) -> None:
+    """docs/security.md: a token's reading is bounded by its length (numbers past MAX_DIGITS are refused),
+    so no single token can expand into thousands of words."""
+    assert len(normalize_english(token).split()) <= 2 * len(token) + 2

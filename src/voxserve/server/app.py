@@ -19,8 +19,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from voxserve.errors import InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, http_status
+from voxserve.errors import ClientTooSlow, InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, http_status
 from voxserve.server import audit, logsafe, openapi
+from voxserve.server.connlimits import ClientConnections
 from voxserve.server.http_routes import router
 from voxserve.server.metrics import Metrics
 from voxserve.server.runtime_api import RuntimeLike
@@ -144,11 +145,13 @@ class AccessLog:
 
 
 class BodyLimit:
-    """Pure ASGI middleware: refuse request bodies larger than ``limit`` bytes before reading them whole."""
+    """Pure ASGI middleware: read a request body before the app does, refusing it past ``limit`` bytes
+    (413) or when a part of it is ``timeout_s`` late (408), then hand it to the app whole."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, timeout_s: float) -> None:
         self.app = app
         self.limit = limit
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -159,14 +162,16 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await _error_response(too_large)(scope, receive, send)
             return
-        if declared is not None:
-            await self.app(scope, receive, send)
-            return
-        # no declared length (chunked upload): read up to the limit, then replay
+        # read the body here (up to the limit, each part within the body timeout), then replay it
         parts: list[bytes] = []
         seen = 0
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.timeout_s)
+            except asyncio.TimeoutError:  # a slow body (slowloris)
+                slow = ClientTooSlow(f"the request body did not arrive within {self.timeout_s:g} s")
+                await _error_response(slow)(scope, receive, send)
+                return
             if message["type"] != "http.request":
                 return  # the client left
             parts.append(message.get("body", b""))
@@ -235,6 +240,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
             expose_headers=["X-Sample-Rate", "X-Voice", "Retry-After"],
         )
     # a JSON body may spend up to 6 bytes per character (\\uXXXX escapes), plus the other fields
-    app.add_middleware(BodyLimit, limit=settings.max_input_chars * 6 + 16 * 1024)
+    app.add_middleware(BodyLimit, limit=settings.max_input_chars * 6 + 16 * 1024, timeout_s=settings.body_timeout_s)
+    app.add_middleware(ClientConnections, limit=settings.max_connections_per_client)
     app.add_middleware(AccessLog, metrics=vox.metrics)
     return app

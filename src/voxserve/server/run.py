@@ -13,6 +13,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from voxserve.server.app import create_app
+from voxserve.server.connlimits import bounded_h11
 from voxserve.server.state import ServerState
 from voxserve.settings import Settings
 
@@ -41,6 +42,10 @@ def uvicorn_config(settings: Settings, app: FastAPI, **overrides: object) -> uvi
         # behind a load balancer: the client's address from X-Forwarded-For, from trusted proxies only
         "proxy_headers": True,
         "forwarded_allow_ips": ",".join(settings.trusted_proxies),
+        # every client bounded: header size, slow headers (connlimits), idle keep-alive connections
+        "http": bounded_h11(settings.header_timeout_s, settings.max_header_bytes),
+        "h11_max_incomplete_event_size": settings.max_header_bytes,
+        "timeout_keep_alive": 5,
     }
     if settings.tls_certfile and settings.tls_keyfile:
         options.update(

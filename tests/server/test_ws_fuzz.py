@@ -1,0 +1,78 @@
+"""Protocol fuzzing of the WebSocket: random and adversarial message sequences (wrong order, wrong
+types, binary where text is expected, non-JSON, floods of flush/cancel/close) get only clean answers:
+known events and error codes, a clean close code (never 1011), and the server goes on serving."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from voxserve.errors import VoxError
+
+from .support import PIPER, SHORT, RunningServer
+from .test_ws import recv_json, send, utterance
+
+KNOWN_EVENTS = {"ready", "chunk", "done", "error", "pong"}
+pytestmark = pytest.mark.e2e
+
+
+def _codes(cls: type[VoxError]) -> set[str]:
+    return {cls.code}.union(*(_codes(sub) for sub in cls.__subclasses__()))
+
+
+KNOWN_CODES = _codes(VoxError)
+values = st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats() | st.text(max_size=12)
+messages = st.one_of(
+    st.sampled_from(["flush", "cancel", "close", "ping", "config", "text", "nope", ""]).map(
+        lambda kind: json.dumps({"type": kind})
+    ),
+    st.text(max_size=40).map(lambda text: json.dumps({"type": "text", "text": text})),
+    st.fixed_dictionaries(
+        {"type": st.just("config")},
+        optional={
+            "voice": values,
+            "speed": values,
+            "format": values,
+            "sample_rate": values,
+            "lang": values,
+            "word_timings": values,
+        },
+    ).map(lambda d: json.dumps(d, allow_nan=True)),
+    st.dictionaries(st.text(max_size=6), values, max_size=3).map(json.dumps),
+    st.lists(values, max_size=3).map(json.dumps),
+    st.binary(max_size=32),
+    st.text(max_size=30),
+)
+
+
+@given(sequence=st.lists(messages, max_size=12))
+@settings(max_examples=max(10, settings.default.max_examples // 3))  # ci: 10; VOXSERVE_FUZZ=long: 666
+@example(sequence=[json.dumps({"type": "close"})] * 30 + [json.dumps({"type": "cancel"})] * 30)
+@example(sequence=[b"\x00\x01", '{"type": "config", "speed": NaN}', '{"type": "text", "text": "' + "1" * 400 + '"}'])
+def test_any_message_sequence_gets_clean_answers(server: RunningServer, sequence: list[str | bytes]) -> None:
+    try:
+        with connect(server.ws) as ws:
+            for message in sequence:
+                ws.send(message)
+            send(ws, type="ping")
+            while (event := recv_json(ws, timeout=60))["type"] != "pong":
+                assert event["type"] in KNOWN_EVENTS, event
+                if event["type"] == "error":
+                    assert event["code"] in KNOWN_CODES and event["code"] != "internal_error", event
+    except ConnectionClosed as closed:
+        assert closed.rcvd is not None and closed.rcvd.code in (1000, 1008, 1009), closed.rcvd
+
+
+def test_and_the_server_still_serves(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=PIPER, format="pcm")
+        assert recv_json(ws)["type"] == "ready"
+        send(ws, type="text", text=SHORT)
+        send(ws, type="close")
+        chunks, audio, _ = utterance(ws)
+        assert chunks and len(audio) > 10_000
