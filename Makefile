@@ -4,18 +4,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install models serve test lint bench clean system-deps
+.PHONY: install models serve test check lint bench clean system-deps
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py src/voxserve/server/protos/voxserve.proto
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,bench,eval]'
+	$(BIN)/pip install -q -e '.[dev,ops,bench,eval]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
 # Debian packages the end-to-end tests need (Chromium for the playground test, nginx for the
-# load-balancing test).
+# load-balancing test, promtool for the alert rules).
 system-deps:
 	@bash scripts/system-deps.sh
 
@@ -32,6 +32,10 @@ lint: install
 
 test: models system-deps lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The inner loop: lint, types and the unit tier (no real models, servers of real models, Whisper or browser).
+check: lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e"
 
 bench: models
 	$(BIN)/python -m bench.run

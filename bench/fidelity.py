@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from voxserve.evaluation.fidelity import pesq_stoi
 from voxserve.evaluation.kokoro_windows import KokoroWindows
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
+from voxserve.tuning import Tuning
 
 SENTENCES = [
     "Sure, I can help with that.",
@@ -43,13 +45,12 @@ def main() -> None:
     )
     parser.add_argument("--first-context-ms", type=int, default=None, help="override window_first_context_ms")
     args = parser.parse_args()
-    overrides: dict[str, object] = {"engines": ["kokoro"], "window_early_stats": not args.late_stats}
+    tuning = Tuning(window_early_stats=not args.late_stats)
     if args.context_ms is not None:
-        overrides["window_context_ms"] = args.context_ms
+        tuning = replace(tuning, window_context_ms=args.context_ms)
     if args.first_context_ms is not None:
-        overrides["window_first_context_ms"] = args.first_context_ms
-    settings = Settings(_env_file=None, **overrides)  # type: ignore[arg-type, call-arg]
-    runtime = Runtime(settings)
+        tuning = replace(tuning, window_first_context_ms=args.first_context_ms)
+    runtime = Runtime(Settings(_env_file=None, engines=["kokoro"]), tuning)  # type: ignore[call-arg]
     runtime.load(warm=True)  # warm-up and learned statistics, as the server starts
     kokoro = KokoroWindows(runtime)
     streamer, windows, frame_s = kokoro.streamer, kokoro.windows, kokoro.frame_s

@@ -115,3 +115,19 @@ def piper_ids(model_store):  # type: ignore[no-untyped-def]
         return [*ids, 2]
 
     return build
+
+
+# Fixtures that load real models, Whisper or a browser: a test using any of them (directly or through
+# another fixture) belongs to the end-to-end tier, which `make check` leaves out and `make test` runs.
+_E2E_FIXTURES = frozenset(
+    {"model_store", "runtime", "transcribe", "shared_runtime", "server", "make_server", "piper_ids", "browser"}
+)
+# Folders and modules whose tests run `voxserve` (models and all) in a subprocess, or build a wheel.
+_E2E_PATHS = ("tests/cli/", "tests/test_packaging.py", "tests/models/test_kokoro_variant.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        where = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
+        if _E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())) or where.startswith(_E2E_PATHS):
+            item.add_marker(pytest.mark.e2e)

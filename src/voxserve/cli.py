@@ -224,17 +224,16 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     store = ModelStore(settings)
-    if settings.decode_mode == "windowed":
-        from voxserve.engines.onnx import resolve_providers
-        from voxserve.models.split_cache import resolve_precision, split_builder
+    from voxserve.engines.onnx import resolve_providers
+    from voxserve.models.split_cache import resolve_precision, split_builder
 
-        on_gpu = resolve_providers(settings.providers)[0] != "CPUExecutionProvider"
-        store.builders.append(split_builder(resolve_precision(settings.precision, on_gpu)))
+    on_gpu = resolve_providers(settings.providers)[0] != "CPUExecutionProvider"
+    store.builders.append(split_builder(resolve_precision(settings.precision, on_gpu)))
     if args.action == "fetch":
         files = store.fetch(force=args.force, progress=not args.quiet)
         total = sum(1 for f in store.installed() if f.ok)
         print(f"installed {len(files)} files; {total} model files verified in {store.root}")
-        if settings.decode_mode == "windowed" and "kokoro" in settings.engines and not args.no_learn:
+        if "kokoro" in settings.engines and not args.no_learn:
             _learn_voices(settings, quiet=args.quiet)
     else:
         print(format_listing(store.installed()))

@@ -256,7 +256,7 @@ class DuplexStream:
         if turn.cancelled or not turn.has_text:
             return
         admission = self._service.admission
-        await admission.acquire()  # Overloaded (server full or draining) ends the connection
+        booked = await admission.acquire(self._service.share(turn.request))  # Overloaded: full or draining
         try:
             if turn.cancelled:
                 return
@@ -265,4 +265,4 @@ class DuplexStream:
             async for chunk in utterance.chunks():
                 await self._events.put(Chunk(chunk))
         finally:
-            admission.release()
+            admission.release(booked)

@@ -23,7 +23,7 @@ from voxserve.server.auth import bearer_token
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from voxserve.server.proxies import client_address
-from voxserve.server.service import EncodedChunk, SpeechRequest
+from voxserve.server.service import EncodedChunk, SpeechRequest, UtteranceSummary
 from voxserve.server.state import ServerState
 
 log = logging.getLogger("voxserve.server")
@@ -195,6 +195,8 @@ def _server_event(event: dx.ServerEvent) -> pb.StreamResponse:
                 ttfa_ms=s.ttfa_ms or 0.0,
                 rtf=s.rtf or 0.0,
                 cancelled=s.cancelled,
+                stall_s=s.stall_s,
+                stalls=s.stalls,
             )
         )
     if isinstance(event, dx.Ready):
@@ -204,6 +206,11 @@ def _server_event(event: dx.ServerEvent) -> pb.StreamResponse:
     if isinstance(event, dx.Error):
         return pb.StreamResponse(error=pb.StreamError(code=event.code, message=event.message))
     return pb.StreamResponse(pong=pb.Pong())
+
+
+def _stall_trailer(summary: UtteranceSummary) -> tuple[tuple[str, str], ...]:
+    """The listener's underrun seconds and count, for unary and server-streaming calls (trailing metadata)."""
+    return (("voxserve-stall-s", f"{summary.stall_s:.3f}"), ("voxserve-stalls", str(summary.stalls)))
 
 
 class VoxServeServicer(pb_grpc.VoxServeServicer):
@@ -217,7 +224,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         # one message holds the whole file: a FLAC one with its length in the header, as libsndfile needs
         whole = replace(_request(request), whole_file=request.format.lower() == "flac")
         req = service.validate(whole, needs_text=True)
-        async with self._state.admission.slot():
+        async with self._state.admission.slot(service.share(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             parts: list[bytes] = []
             words: list[pb.WordTiming] = []
@@ -225,6 +232,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
                 parts.append(chunk.audio)
                 words.extend(_words(chunk))
         summary = utterance.summary()
+        context.set_trailing_metadata(_stall_trailer(summary))
         return pb.SynthesizeResponse(
             audio=b"".join(parts),
             format=req.format,
@@ -238,10 +246,11 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     ) -> AsyncIterator[pb.AudioChunk]:
         service = self._state.service
         req = service.validate(_request(request), needs_text=True)
-        async with self._state.admission.slot():
+        async with self._state.admission.slot(service.share(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             async for chunk in utterance.chunks():
                 yield _chunk(chunk)
+        context.set_trailing_metadata(_stall_trailer(utterance.summary()))
 
     async def StreamingSynthesize(
         self, request_iterator: AsyncIterator[pb.StreamRequest], context: grpc.aio.ServicerContext

@@ -63,10 +63,13 @@ def authorize(request: Request) -> Principal:
 class AudioStreamResponse(StreamingResponse):
     """Chunked audio that always frees its session and stream slot, even if the client leaves early."""
 
-    def __init__(self, body: AsyncIterator[bytes], utterance: Utterance, state: ServerState, **kwargs: object) -> None:
+    def __init__(
+        self, body: AsyncIterator[bytes], utterance: Utterance, state: ServerState, booked: float, **kwargs: object
+    ) -> None:
         super().__init__(body, **kwargs)  # type: ignore[arg-type]
         self._utterance = utterance
         self._state = state
+        self._booked = booked  # the stream's share of the machine, given back when the response ends
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         stall = self._state.settings.client_stall_s
@@ -86,7 +89,7 @@ class AudioStreamResponse(StreamingResponse):
             if not self._utterance.finished:
                 self._utterance.cancel()
             self._state.service.forget(self._utterance)
-            self._state.admission.release()
+            self._state.admission.release(self._booked)
 
 
 router = APIRouter()
@@ -117,9 +120,9 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
         ),
         needs_text=True,
     )
-    await state.admission.acquire()
+    booked = await state.admission.acquire(service.share(req))
     with contextlib.ExitStack() as undo:
-        undo.callback(state.admission.release)
+        undo.callback(state.admission.release, booked)
         utterance = service.speak(req, "http", client_ip(request))
         undo.callback(utterance.cancel)
         # Wait for the first chunk before answering: what fails before any audio (text with nothing to
@@ -131,9 +134,11 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
     stream = _prepend(first, chunks)
     if body.stream_format == "sse":
         return AudioStreamResponse(
-            _sse(utterance, stream), utterance, state, media_type="text/event-stream", headers=headers
+            _sse(utterance, stream), utterance, state, booked, media_type="text/event-stream", headers=headers
         )
-    return AudioStreamResponse(_audio(stream), utterance, state, media_type=utterance.content_type, headers=headers)
+    return AudioStreamResponse(
+        _audio(stream), utterance, state, booked, media_type=utterance.content_type, headers=headers
+    )
 
 
 def _voice_for_model(service: SpeechService, model: str, voice: str | None) -> str | None:
@@ -182,6 +187,7 @@ async def _sse(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) -> Asy
             "usage": {"input_tokens": chars, "output_tokens": 0, "total_tokens": chars},
             "audio_s": round(summary.audio_s, 3),
             "ttfa_ms": summary.ttfa_ms,
+            "stall_s": round(summary.stall_s, 3),
         }
     )
 
@@ -218,11 +224,17 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> Response:
-    lifecycle = state_of(request).lifecycle
-    body: dict[str, object] = {"status": lifecycle.phase.value}
+    """200 while this replica takes new streams; 503 while loading, draining, failed, or full (another
+    stream of the default voice would not fit its capacity), so a balancer sends new callers elsewhere."""
+    state = state_of(request)
+    lifecycle, admission = state.lifecycle, state.admission
+    body: dict[str, object] = {"status": lifecycle.phase.value, "load": round(admission.load, 3)}
     if lifecycle.error:
         body["error"] = lifecycle.error
-    return JSONResponse(body, status_code=200 if lifecycle.ready else 503)
+    ready = lifecycle.ready
+    if ready and not admission.fits(state.service.share(SpeechRequest())):
+        body["status"], ready = "full", False
+    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 @router.get("/metrics")

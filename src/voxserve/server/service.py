@@ -25,6 +25,7 @@ from voxserve.server.metrics import Metrics
 from voxserve.server.ratelimit import RateLimiter
 from voxserve.server.runtime_api import RuntimeLike, SessionLike
 from voxserve.settings import Settings
+from voxserve.stream.playback import PlaybackClock
 from voxserve.text.languages import normalize_lang
 from voxserve.types import MAX_OUTPUT_RATE as MAX_RATE
 from voxserve.types import MIN_OUTPUT_RATE as MIN_RATE
@@ -65,6 +66,8 @@ class UtteranceSummary:
     ttfa_ms: float | None
     rtf: float | None
     cancelled: bool
+    stall_s: float = 0.0  # seconds a listener playing from the first audio would have waited
+    stalls: int = 0  # how many times it would have run dry
 
 
 class Utterance:
@@ -96,6 +99,7 @@ class Utterance:
         self._texts: list[str] = []
         self._audio_s = 0.0
         self._chunks = 0
+        self._playback = PlaybackClock()  # the listener the stream is measured against (underruns)
         self.cancelled = False
         self.cancel_reason: VoxError | None = None
         self.finished = False
@@ -139,6 +143,7 @@ class Utterance:
                 offset, duration = self._audio_s, len(samples) / rate
                 self._chunks += 1
                 self._audio_s += duration
+                self._playback.on_audio(time.monotonic(), duration)
                 yield EncodedChunk(chunk.index, offset, duration, data, words, False)
             if self.cancel_reason is not None:
                 raise self.cancel_reason
@@ -148,6 +153,7 @@ class Utterance:
             if tail:
                 offset, duration = self._audio_s, len(held) / rate
                 self._audio_s += duration
+                self._playback.on_audio(time.monotonic(), duration)
                 yield EncodedChunk(self._chunks, offset, duration, tail, (), True)
         except Exception as exc:
             if exc is self.cancel_reason:
@@ -172,13 +178,17 @@ class Utterance:
         stats = self._session.stats
         rtf = stats.compute_s / stats.audio_s if stats.audio_s > 0 else None
         ttfa = None if self._ttfa is None else self._ttfa * 1000.0
-        return UtteranceSummary(self._audio_s, self._chunks, ttfa, rtf, self.cancelled)
+        playback = self._playback
+        return UtteranceSummary(
+            self._audio_s, self._chunks, ttfa, rtf, self.cancelled, playback.stall_s, len(playback.stalls)
+        )
 
     def _record(self, status: str) -> None:
         stats = self._session.stats
         label = "blend" if self.voice.name == "blend" else self.voice.id  # keeps metric labels bounded
+        stall_s = self._playback.stall_s
         self._service.metrics.observe_stream(
-            self.voice.engine, label, self._transport, self._ttfa, stats.audio_s, stats.compute_s
+            self.voice.engine, label, self._transport, self._ttfa, stats.audio_s, stats.compute_s, stall_s
         )
         line: dict[str, object] = {
             "event": "utterance",
@@ -189,6 +199,7 @@ class Utterance:
             "chars": self._chars,
             "audio_s": round(self._audio_s, 3),
             "ttfa_ms": None if self._ttfa is None else round(self._ttfa * 1000.0, 1),
+            "stall_s": round(stall_s, 3),
             "status": status,
         }
         if self._service.settings.log_text:
@@ -258,6 +269,15 @@ class SpeechService:
     def _folded(self) -> dict[str, VoiceInfo]:
         """Voices by lower-case id, so "AF_HEART" finds af_heart."""
         return {voice.id.lower(): voice for voice in self.voices()}
+
+    def share(self, request: SpeechRequest) -> float | None:
+        """What one real-time stream of this request's voice takes of the machine (admission's unit); None
+        when not known (no cost learned yet, or a voice no engine serves: the default one on a fake runtime)."""
+        try:
+            engine = self.voice(request.voice or self.settings.default_voice).engine
+        except VoxError:
+            return None
+        return self.runtime.stream_share(engine)
 
     def engines(self) -> list[str]:
         return sorted({voice.engine for voice in self.voices()})

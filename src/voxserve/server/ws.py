@@ -112,6 +112,8 @@ def event_json(event: dx.ServerEvent) -> dict[str, object]:
             "ttfa_ms": None if s.ttfa_ms is None else round(s.ttfa_ms, 1),
             "rtf": None if s.rtf is None else round(s.rtf, 4),
             "cancelled": s.cancelled,
+            "stall_s": round(s.stall_s, 3),
+            "stalls": s.stalls,
         }
     if isinstance(event, dx.Ready):
         return {

@@ -296,15 +296,22 @@ class SynthesisSession:
         first: float | None
         if self._t_first_audio is None:
             first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
-        elif not cfg.pace:
-            return None, None  # nobody plays along (a file, a benchmark): the largest windows, fewest seams
         else:
             first = self._next_window_s()
-        return first, self._next_window_s if cfg.pace and cost is not None else None
+        return first, self._next_window_s if cost is not None else None
+
+    def _alone_unpaced(self) -> bool:
+        """Nobody plays along (a file, a whole text read as fast as it comes) and no other stream shares
+        the pool: the largest windows, fewest seams. A window holds its cores until it is done, so while
+        other streams share the pool an unpaced stream's windows are no longer than a paced one's: none
+        of them waits behind it for longer than behind a live stream."""
+        return not self._config.pace and self._pool.streams <= 1
 
     def _next_window_s(self) -> float | None:
         """Audio the next window may hold to be done before playback needs it (asked from a worker)."""
         cfg = self._config
+        if self._t_first_audio is not None and self._alone_unpaced():
+            return None
         cost, load = self._budget()
         if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
             return cfg.first_window_s
