@@ -11,7 +11,6 @@ from tests.server.support import PIPER, RunningServer
 
 from voxserve.cli import main
 
-pytestmark = pytest.mark.e2e
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

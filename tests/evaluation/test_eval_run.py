@@ -7,13 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from voxserve.evaluation.command import write_report
 from voxserve.evaluation.run import Evaluation
 from voxserve.evaluation.synth import Synthesizer
-
-pytestmark = pytest.mark.e2e
 
 
 def test_short_eval_writes_a_report_with_low_error_rates(runtime: object, tmp_path: Path) -> None:
