@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from voxserve.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Property-based tests: "ci" (default) is derandomized (the same examples every run) and small;
+# VOXSERVE_FUZZ=long draws fresh examples, many more of them, for a long run by hand.
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+hypothesis_settings.register_profile(
+    "ci", derandomize=True, max_examples=30, deadline=None, database=None, suppress_health_check=_SLOW_OK
+)
+hypothesis_settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=_SLOW_OK)
+hypothesis_settings.load_profile(os.environ.get("VOXSERVE_FUZZ", "ci"))
+# the framework plugins' tests need their own venv; tests/server/test_integrations.py runs them there
+collect_ignore = ["integrations"]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
@@ -82,25 +96,12 @@ def transcribe() -> Transcriber:
     return Transcriber()
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower().replace("-", " "))
-
-
-def word_error_rate(reference: str, hypothesis: str) -> float:
-    """Levenshtein distance over words, divided by the reference length."""
-    ref, hyp = _words(reference), _words(hypothesis)
-    prev = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        cur = [i] + [0] * len(hyp)
-        for j, h in enumerate(hyp, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
-        prev = cur
-    return prev[-1] / max(1, len(ref))
-
-
 @pytest.fixture(scope="session")
 def wer() -> object:
-    return word_error_rate
+    """Word error rate (Levenshtein distance over lower-cased words / the reference's word count)."""
+    from voxserve.evaluation.asr import wer
+
+    return wer
 
 
 @pytest.fixture(scope="session")
@@ -115,6 +116,42 @@ def piper_ids(model_store):  # type: ignore[no-untyped-def]
         return [*ids, 2]
 
     return build
+
+
+PiperVoiceMaker = Callable[..., Path]
+
+
+@pytest.fixture(scope="session")
+def make_piper_voice(model_store) -> PiperVoiceMaker:  # type: ignore[no-untyped-def]
+    """A Piper voice made locally from joe's files: ``make(folder, "de_DE-test-medium", espeak="de",
+    speakers={"anna": 0, "ben": 1})`` links joe's graph under the new name and writes a config with
+    that name's language, the espeak voice, the speaker map and ``phoneme_ids`` over joe's phoneme map.
+    No network is needed."""
+
+    def make(
+        folder: Path,
+        voice: str,
+        *,
+        espeak: str,
+        speakers: dict[str, int] | None = None,
+        phoneme_ids: dict[str, list[int]] | None = None,
+    ) -> Path:
+        config = json.loads(model_store.piper_config().read_text())
+        config["phoneme_id_map"].update(phoneme_ids or {})
+        code = voice.split("-")[0]
+        config["language"] = {"code": code, "family": code.split("_")[0], "region": code.split("_")[-1]}
+        config["espeak"] = {"voice": espeak}
+        config["dataset"] = voice.split("-")[1]
+        config["speaker_id_map"] = dict(speakers or {})
+        config["num_speakers"] = max(1, len(speakers or {}))
+        folder.mkdir(parents=True, exist_ok=True)
+        model = folder / f"{voice}.onnx"
+        model.unlink(missing_ok=True)
+        model.symlink_to(model_store.piper_model())
+        (folder / f"{voice}.onnx.json").write_text(json.dumps(config))
+        return model
+
+    return make
 
 
 # Fixtures that load real models, Whisper or a browser: a test using any of them (directly or through

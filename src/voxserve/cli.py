@@ -52,6 +52,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "rate_limit_per_minute",
         "shutdown_grace_s",
         "default_voice",
+        "lexicon",
     ):
         value = getattr(args, field, None)
         if value is not None:
@@ -219,10 +220,28 @@ def cmd_voices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fetch_piper_voices(settings: Settings, action: str, names: list[str]) -> int:
+    """``voxserve models fetch piper:<voice> …``: catalog voices into MODEL_PATH (else the cache)."""
+    from voxserve.models.piper_catalog import FETCHED_DIR, fetch_voice, hub_download
+
+    if action != "fetch":
+        raise VoxError("name voices only with 'fetch' (voxserve models fetch piper:de_DE-thorsten-medium)")
+    root = Path(settings.model_path).expanduser() if settings.model_path else settings.cache_dir / FETCHED_DIR
+    for name in names:
+        family, _, voice = name.partition(":")
+        if family != "piper" or not voice:
+            raise VoxError(f"{name!r}: name a Piper catalog voice as piper:<voice>, e.g. piper:de_DE-thorsten-medium")
+        files = fetch_voice(voice, root, hub_download)
+        print(f"installed {files.voice_id}: {files.model}")
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from voxserve.models import ModelStore, format_listing
 
     settings = _settings(args)
+    if args.names:
+        return _fetch_piper_voices(settings, args.action, args.names)
     store = ModelStore(settings)
     from voxserve.engines.onnx import resolve_providers
     from voxserve.models.split_cache import resolve_precision, split_builder
@@ -242,7 +261,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def _learn_voices(settings: Settings, quiet: bool) -> None:
     """Part of the model build: windowed Kokoro learns every voice's decoder statistics once (saved
-    with the split graphs; minutes on 2 cores), so that no server start pays for it."""
+    with the split graphs; it takes minutes), so that no server start pays for it."""
     from voxserve.runtime import Runtime
 
     runtime = Runtime(settings.model_copy(update={"engines": ["kokoro"]}))
@@ -299,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-r", "--sample-rate", dest="sample_rate", type=int, help=f"output sample rate, {MIN_RATE} to {MAX_RATE} Hz"
     )
     say.add_argument("--phonemes", action="store_true", help="the input is phonemes, not text")
+    say.add_argument("--lexicon", help="pronunciation dictionary (JSON; docs/protocol.md)")
     say.add_argument("--play", action="store_true", help="play the result")
     say.add_argument("--engines", help=argparse.SUPPRESS)
     say.set_defaults(func=cmd_say)
@@ -308,6 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = sub.add_parser("models", help="fetch or list model files")
     models.add_argument("action", choices=["fetch", "list"])
+    models.add_argument(
+        "names", nargs="*", help="catalog voices to fetch instead of the built-in models (piper:<voice>)"
+    )
     models.add_argument("--force", action="store_true", help="fetch again even if present")
     models.add_argument(
         "--no-learn", dest="no_learn", action="store_true", help="skip learning the voices' decoder statistics"
@@ -333,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--rate-limit", dest="rate_limit_per_minute", type=int, help="requests/minute per client")
     serve.add_argument("--shutdown-grace", dest="shutdown_grace_s", type=float, help="seconds to drain on SIGTERM")
     serve.add_argument("--default-voice", dest="default_voice", help="voice when a request names none")
+    serve.add_argument("--lexicon", help="pronunciation dictionary (JSON; docs/protocol.md)")
     serve.add_argument("--log-text", dest="log_text", action="store_true", help="include input text in access logs")
     serve.set_defaults(func=cmd_serve)
 

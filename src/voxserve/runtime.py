@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import replace
 
 from voxserve.engines.base import Engine
 from voxserve.engines.batching import BatchPolicy
@@ -27,12 +28,14 @@ from voxserve.engines.windowing import WindowConfig
 from voxserve.errors import NotReady, UnknownVoice, UnsupportedLanguage
 from voxserve.models import ModelStore
 from voxserve.models.split_cache import ensure_split_graphs, resolve_precision
+from voxserve.piper_voices import PiperLibrary, check_piper_language
 from voxserve.settings import Settings
 from voxserve.stream.capacity import StreamCost, stream_share
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SessionConfig, SynthesisSession
 from voxserve.text.frontend import Frontend
 from voxserve.text.languages import lang_for_voice, normalize_lang
+from voxserve.text.lexicon import for_voice, load_lexicon
 from voxserve.text.teaching import TEACHING_SENTENCES
 from voxserve.tuning import Tuning
 from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
@@ -55,6 +58,7 @@ class Runtime:
         self.tuning = tuning or Tuning()
         self.store = ModelStore(settings)
         self.frontend = Frontend(settings)
+        self.lexicon = load_lexicon(settings.lexicon) if settings.lexicon is not None else {}
         self._engines: dict[str, Engine] = {}
         self._voice_engine: dict[str, Engine] = {}
         self._pool: WorkerPool | None = None
@@ -65,6 +69,7 @@ class Runtime:
         self._streamers: list[KokoroStreamer] = []
         self._lock = threading.Lock()
         self.load_seconds: dict[str, float] = {}
+        self.piper_library: PiperLibrary | None = None  # Piper voices found under MODEL_PATH
         self.ready = False
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -90,6 +95,9 @@ class Runtime:
                 for voice in engine.voices():
                     self._voice_engine[voice.id] = engine
                 log.info("loaded engine %s in %.2f s", name, self.load_seconds[name])
+            self.piper_library = PiperLibrary.from_settings(self.settings, self.tuning, factory, self.window_config())
+            for voice in self.piper_library.voices(exclude=set(self._voice_engine)):
+                self._voice_engine[voice.id] = self.piper_library.engines[voice.id]
             self._pool = self._build_pool(factory, cores)
             self._thread_levels = factory.levels if factory.elastic else (None,)
             if warm:
@@ -197,7 +205,7 @@ class Runtime:
     def learn_voices(self, learn: bool = True) -> None:
         """Teach windowed Kokoro every voice's decoder statistics and how to predict a sentence's (saved
         with the split graphs, so only the first start after a model build pays for it: three sentences
-        per voice and all of them for the default voice, ~3.5 min on 2 cores)."""
+        per voice and all of them for the default voice; minutes of work)."""
         for engine in self._engines.values():
             if not isinstance(engine, KokoroEngine):
                 continue
@@ -257,7 +265,9 @@ class Runtime:
         return dict(self._engines)
 
     def voices(self) -> list[VoiceInfo]:
-        return [voice for engine in self._engines.values() for voice in engine.voices()]
+        own = [voice for engine in self._engines.values() for voice in engine.voices()]
+        found = self.piper_library.voices(exclude={v.id for v in own}) if self.piper_library else []
+        return own + found
 
     def engine_for(self, voice: str) -> Engine:
         if not self.ready:
@@ -300,13 +310,17 @@ class Runtime:
         """Start a streaming session; must be called from a running event loop."""
         engine = self.engine_for(params.voice)
         lang = self._lang_for(params)
-        if engine.name == "piper" and not lang.startswith("en"):
-            raise UnsupportedLanguage(f"voice {params.voice!r} speaks English only; pick a Kokoro voice for {lang!r}")
+        check_piper_language(engine.name, params.voice, lang_for_voice(params.voice.split("+")[0]), lang)
+        # the caller's entries first (they win), then the server's for this language
+        server = self.lexicon.get(lang, ()) + self.lexicon.get("*", ())
+        lexicon = for_voice(params.lexicon, engine.alphabet, strict=True) + for_voice(
+            server, engine.alphabet, strict=False
+        )
         return SynthesisSession(
             engine=engine,
             frontend=self.frontend,
             pool=self.pool,
-            params=params,
+            params=replace(params, lexicon=lexicon),
             lang=lang,
             config=self.session_config(pace=pace),
         )

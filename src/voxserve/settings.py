@@ -79,9 +79,21 @@ class Settings(BaseSettings):
         description="Most decoder windows of concurrent streams in one call (0 = auto: 1 on CPU, 64 on a GPU).",
     )
 
+    piper_memory_mb: int = Field(
+        default=1024,
+        ge=64,
+        description="Memory the Piper voices found under MODEL_PATH may hold loaded; the least recently used "
+        "are unloaded beyond it.",
+    )
+
     # --- voice defaults -----------------------------------------------------------
     default_voice: str = Field(default="af_heart")
     default_lang: str | None = Field(default=None, description="Language when the voice does not imply one.")
+    language_voices: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="Voice per language, e.g. 'ja=jf_alpha,zh=zf_xiaobei': text a request's voice cannot read "
+        "goes to the voice of its language, and with no voice or 'auto' each language's voice is this one.",
+    )
 
     # --- streaming ----------------------------------------------------------------
     stream_buffer_ms: int = Field(
@@ -137,6 +149,24 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = Field(default=100, ge=0, description="Requests per minute per client; 0 = off.")
     max_ws_message_bytes: int = Field(default=64 * 1024, ge=1024)
     max_fragments_per_second: int = Field(default=200, ge=1)
+    ws_first_message_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A WebSocket must send its first message (its config, or its credentials) within this long.",
+    )
+    ws_idle_timeout_s: float = Field(
+        default=300.0,
+        ge=0,
+        description="A WebSocket that sends nothing and has no utterance in progress this long is closed; 0 = never.",
+    )
+    max_contexts: int = Field(
+        default=8, ge=1, description="Contexts open at once on one multi-context (protocol 2) connection."
+    )
+    context_idle_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A protocol-2 context that gets no message and makes no audio for this long is closed.",
+    )
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -144,7 +174,14 @@ class Settings(BaseSettings):
         default_factory=lambda: ["127.0.0.1", "::1"],
         description="Proxies (addresses or networks, '*' = any) whose X-Forwarded-For names the client.",
     )
-    log_text: bool = Field(default=False, description="Include input text in access logs.")
+    log_text: bool = Field(default=False, description="Include input text in access and audit logs.")
+    audit_log_file: Path | None = Field(
+        default=None, description="Also append the audit log (one JSON line per utterance) to this file."
+    )
+    lexicon: Path | None = Field(
+        default=None,
+        description="Pronunciation dictionary: a JSON file of entries per language (docs/protocol.md).",
+    )
 
     @field_validator(
         "providers",
@@ -163,6 +200,18 @@ class Settings(BaseSettings):
             if value.strip().startswith("["):
                 return json.loads(value)
             return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("language_voices", mode="before")
+    @classmethod
+    def _split_pairs(cls, value: object) -> object:
+        if isinstance(value, str):
+            if value.strip().startswith("{"):
+                return json.loads(value)
+            pairs = [item.split("=", 1) for item in value.split(",") if item.strip()]
+            if any(len(pair) != 2 for pair in pairs):
+                raise ValueError(f"expected 'lang=voice,lang=voice', got {value!r}")
+            return {lang.strip(): voice.strip() for lang, voice in pairs}
         return value
 
     @field_validator("trusted_proxies")

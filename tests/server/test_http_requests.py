@@ -28,7 +28,7 @@ def speech(server: RunningServer, **body: object) -> httpx.Response:
         ({"voice": KOKORO, "speed": 4.0}, "invalid_request"),
         ({"voice": KOKORO, "input": "😀🎉👍"}, "invalid_request"),  # nothing speakable
         ({"voice": PIPER, "input": "...!?"}, "invalid_request"),
-        ({"voice": KOKORO, "input": "今天天气很好"}, "invalid_request"),  # Mandarin for an English voice
+        ({"voice": KOKORO, "input": "今天天气很好"}, "unsupported_language"),  # Mandarin for an English voice
         ({"voice": KOKORO, "model": "gpt-9000"}, "invalid_request"),
         ({"voice": KOKORO, "model": "piper"}, "invalid_request"),  # a Kokoro voice for the Piper model
         ({"voice": "af_heart:0.5+nobody:0.5"}, "unknown_voice"),
@@ -69,7 +69,7 @@ def test_unusable_bodies_and_paths_get_the_error_envelope(server: RunningServer)
     wrong = httpx.delete(server.base + "/v1/models")
     assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
     fetched = httpx.get(server.base + "/v1/audio/speech")  # POST-only: not mistaken for a missing page
-    assert fetched.status_code == 405 and fetched.headers["allow"] == "POST"
+    assert fetched.status_code == 405 and fetched.headers["allow"] == "OPTIONS, POST"
     assert fetched.json()["error"]["code"] == "method_not_allowed"
 
 
@@ -99,3 +99,22 @@ def test_voice_ids_are_found_whatever_their_case_and_timestamps_need_sse(server:
     assert blend.status_code == 200 and blend.headers["x-voice"] == f"{KOKORO}:0.5+af_bella:0.5"
     refused = speech(server, voice=PIPER, timestamps=True)  # would be silently dropped in a plain audio stream
     assert refused.status_code == 400 and "stream_format" in refused.json()["error"]["message"]
+
+
+def test_text_goes_to_a_voice_of_its_language_or_is_refused_by_name(make_server: object) -> None:
+    """No voice (or 'auto'): the text's script picks the voice. A named voice that cannot read the text is
+    refused with the language named, unless the operator mapped that language to a voice."""
+    server = make_server(language_voices="ja=jf_alpha")  # type: ignore[operator]
+    mixed = speech(server, input="我今天用iPhone打电话给John，他说OK，明天见。", response_format="pcm")
+    assert mixed.status_code == 200 and mixed.headers["x-voice"].startswith("z") and pcm_rms(mixed.content) > 0.01
+    mapped = speech(server, voice=KOKORO, input="今日は2024年3月5日です。", response_format="pcm")
+    assert mapped.status_code == 200 and mapped.headers["x-voice"] == "jf_alpha"
+    for body, words in [
+        ({"voice": KOKORO, "input": "مرحبا بالعالم، كيف حالك؟"}, ["Arabic", "no Arabic voice installed"]),
+        ({"input": "안녕하세요, 만나서 반갑습니다."}, ["Korean", "no Korean voice installed", "MODEL_PATH"]),
+        ({"voice": KOKORO, "input": "我们明天见。"}, ["Chinese", "'auto'"]),
+    ]:
+        refused = speech(server, response_format="pcm", **body)
+        assert refused.status_code == 400
+        error = refused.json()["error"]
+        assert error["code"] == "unsupported_language" and all(w in error["message"] for w in words), error

@@ -193,12 +193,15 @@ async def test_bad_inputs_give_clear_errors(runtime) -> None:  # type: ignore[no
             _ = [c async for c in session]
 
 
-async def test_control_characters_and_mixed_scripts_still_speak(runtime) -> None:  # type: ignore[no-untyped-def]
-    text = "Hello\x00 there\x07, friend.\u200b Привет and 你好 and 🙂 done."
+async def test_control_characters_speak_and_other_scripts_are_refused_by_name(runtime) -> None:  # type: ignore[no-untyped-def]
+    text = "Hello\x00 there\x07, friend.\u200b Again and 🙂 done."
     chunks, session = await collect(runtime, PIPER, text)
     assert len(audio_of(chunks)) / session.sample_rate > 1.0
     chunks, session = await collect(runtime, "af_heart", text)
     assert len(audio_of(chunks)) / session.sample_rate > 1.0
+    # an English voice never spells out Cyrillic or Han letter by letter, nor drops them silently
+    with pytest.raises(UnsupportedLanguage, match=r"Russian \(Cyrillic script\) and Chinese \(Han script\)"):
+        await collect(runtime, "af_heart", "Hello. Привет and 你好 and 🙂 done.")
 
 
 def long_term_spectrum(audio: np.ndarray, n_fft: int = 1024) -> np.ndarray:

@@ -9,6 +9,7 @@ from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage, VoxError
 from voxserve.settings import Settings
 from voxserve.text import Alphabet, Frontend, TextSegment
+from voxserve.text.clean import clean_text
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t ", "\x00\x01\x02", "\u200b"])
@@ -40,15 +41,33 @@ def test_input_too_large(text_settings: Settings) -> None:
 
 
 def test_control_characters_and_emoji_stripped(frontend: Frontend) -> None:
-    segments = frontend.phonemize("Hello\x07 wor\u200bld 😀!", "en-us")
+    segments = frontend.phonemize("Hello\x07 wor\u00adld 😀!", "en-us")  # a soft hyphen sits inside a word
     assert segments[0].phonemes == "həlˈO wˈɜɹld!"
 
 
-def test_mixed_scripts_never_crash(frontend: Frontend) -> None:
-    for text in ["Привет, how are you?", "Hello 東京 and Σ world", "Ça va? Grüße aus Köln!"]:
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("zero\u200dwidth", "zero width"),  # zero-width joiner between Latin letters
+        ("zero\u200bwidth", "zero width"),  # zero-width space
+        ("zero\x00width", "zero width"),  # NUL
+        ("zero\u2063width", "zero width"),  # invisible separator
+        ("zero\u2060width", "zerowidth"),  # word joiner: no break
+        ("क्\u200dष", "क्ष"),  # a joiner shaping Devanagari stays inside the word
+    ],
+)
+def test_invisible_separators_break_words(text: str, expected: str) -> None:
+    assert clean_text(text) == expected
+
+
+def test_mixed_scripts_are_read_or_refused_by_name(frontend: Frontend) -> None:
+    for text in ["Ça va? Grüße aus Köln!", "The angle Σ is small"]:  # Latin letters; a lone Greek symbol
         segments = frontend.phonemize(text, "en-us")
         assert segments
         assert not set(" ".join(s.phonemes for s in segments)) - set(KOKORO_VOCAB)
+    for text, name in [("Привет, how are you?", "Russian"), ("Hello 東京 and world", "Chinese")]:
+        with pytest.raises(UnsupportedLanguage, match=name):  # never spelled out letter by letter
+            frontend.phonemize(text, "en-us")
 
 
 def test_segments_carry_boundaries(frontend: Frontend) -> None:

@@ -189,3 +189,20 @@ def test_no_digits_left_in_mixed_paragraph() -> None:
 def test_cardinal_handles_separators_and_signs() -> None:
     assert cardinal("1,000") == "one thousand"
     assert cardinal("-2.05") == "minus two point zero five"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("€1.234,56", "one thousand two hundred and thirty four euros and fifty six cents"),
+        ("€1,234.56", "one thousand two hundred and thirty four euros and fifty six cents"),  # English style too
+        ("€3,50", "three euros and fifty cents"),  # the euro's locales write decimals with a comma
+        ("€1.234", "one thousand two hundred and thirty four euros"),
+        ("1.234,56 €", "one thousand two hundred and thirty four euros and fifty six cents"),
+        ("It is 12,50€.", "It is twelve euros and fifty cents."),
+        ("1.000.000 people", "one million people"),  # two dots: never a decimal
+        ("The ratio is 1.234", "The ratio is one point two three four"),  # no euro: the English reading
+    ],
+)
+def test_separators_follow_the_currency_or_the_number(text: str, expected: str) -> None:
+    assert normalize_english(text) == expected

@@ -107,9 +107,9 @@ class ElasticSession:
 
     ONNX Runtime fixes a session's intra-op threads when it is created. On a small CPU box one stream
     decodes fastest on all cores, but two streams each on one core beat two streams taking turns on
-    both (on 2 cores: a Kokoro window costs 0.33 s per audio second with 2 threads, 0.57 s with one,
-    and two one-thread calls run side by side at full speed). A one-thread session runs on the
-    calling thread, so any number of workers can share it.
+    both: a call on all threads is less than that many times faster than on one, and one-thread calls
+    run side by side at nearly full speed. A one-thread session runs on the calling thread, so any
+    number of workers can share it.
     """
 
     def __init__(self, sessions: dict[int, ort.InferenceSession]) -> None:
@@ -217,8 +217,7 @@ class SessionFactory:
 
     ``spinning`` lets ONNX Runtime's idle pool threads busy-wait for the next call. Every session has
     its own pool, and a streaming engine alternates between several sessions (front, prosody, decoder),
-    so spinning threads of one session steal the cores the next one needs: on 2 cores, Kokoro's
-    front + prosody take 69 ms with spinning and 34 ms without. Off by default.
+    so spinning threads of one session steal the cores the next one needs. Off by default.
 
     ``elastic`` (CPU only) loads each graph at several thread counts (:func:`thread_levels`) as one
     :class:`ElasticSession`, so concurrent streams can each take a share of the cores.

@@ -20,6 +20,7 @@ from voxserve.errors import EngineFailure, InvalidInput, ModelError, UnknownVoic
 from voxserve.types import EngineAudio, VoiceInfo
 
 PAD, BOS, EOS = "_", "^", "$"
+SPEAKER_SEP = "@"  # en_US-libritts_r-medium@p225: one speaker of a multi-speaker voice
 
 
 @dataclass(frozen=True)
@@ -34,24 +35,73 @@ class PiperConfig:
     noise_w: float
     num_speakers: int
     phoneme_id_map: dict[str, list[int]]
+    language: str = "en_US"  # the config's language code ("ko_KR"), else the espeak voice
+    speakers: tuple[tuple[str, int], ...] = ()  # speaker name → id of a multi-speaker voice, in id order
+    name: str = ""
 
     @classmethod
     def load(cls, path: Path, voice_id: str) -> PiperConfig:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
             inference = raw.get("inference", {})
+            espeak = str(raw.get("espeak", {}).get("voice", "en-us"))
+            speaker_map = {str(k): int(v) for k, v in (raw.get("speaker_id_map") or {}).items()}
             return cls(
                 voice_id=voice_id,
                 sample_rate=int(raw["audio"]["sample_rate"]),
-                espeak_voice=str(raw.get("espeak", {}).get("voice", "en-us")),
+                espeak_voice=espeak,
                 noise_scale=float(inference.get("noise_scale", 0.667)),
                 length_scale=float(inference.get("length_scale", 1.0)),
                 noise_w=float(inference.get("noise_w", 0.8)),
                 num_speakers=int(raw.get("num_speakers", 1)),
                 phoneme_id_map={k: list(v) for k, v in raw["phoneme_id_map"].items()},
+                language=str((raw.get("language") or {}).get("code") or espeak),
+                speakers=tuple(sorted(speaker_map.items(), key=lambda item: item[1])),
+                name=str(raw.get("dataset") or ""),
             )
-        except (OSError, KeyError, ValueError, TypeError) as exc:
+        except (OSError, KeyError, ValueError, TypeError, AttributeError) as exc:
             raise ModelError(f"Piper config {path} is unreadable ({exc}); run 'voxserve models fetch --force'") from exc
+
+    def voice_ids(self) -> list[str]:
+        """One voice per speaker of a multi-speaker model (``<voice>@<speaker>``), else the voice."""
+        if len(self.speakers) > 1:
+            return [f"{self.voice_id}{SPEAKER_SEP}{name}" for name, _ in self.speakers]
+        return [self.voice_id]
+
+    def speaker_id(self, voice: str) -> int:
+        """The speaker id ``voice`` names; raises :class:`UnknownVoice` for a voice of another model."""
+        base, _, speaker = voice.partition(SPEAKER_SEP)
+        if base != self.voice_id:
+            raise UnknownVoice(f"unknown Piper voice {voice!r}; this model is {self.voice_id!r}")
+        if not speaker:
+            return self.speakers[0][1] if self.speakers else 0
+        ids = dict(self.speakers)
+        if speaker not in ids:
+            raise UnknownVoice(f"Piper voice {self.voice_id!r} has no speaker {speaker!r}; it has {', '.join(ids)}")
+        return ids[speaker]
+
+
+_GENDERS = {"en_US-joe-medium": "male"}  # Piper configs do not say; the voices we ship are known
+
+
+def piper_voice_infos(config: PiperConfig, lang: str) -> list[VoiceInfo]:
+    """The voices a Piper model offers: one, or one per speaker."""
+    parts = config.voice_id.split("-")
+    title = (config.name or (parts[1] if len(parts) > 1 else config.voice_id)).replace("_", " ").title()
+    infos = []
+    for voice_id in config.voice_ids():
+        speaker = voice_id.partition(SPEAKER_SEP)[2]
+        infos.append(
+            VoiceInfo(
+                id=voice_id,
+                engine="piper",
+                lang=lang,
+                gender=_GENDERS.get(config.voice_id, "unknown"),
+                sample_rate=config.sample_rate,
+                name=f"{title} (Piper)" + (f", speaker {speaker}" if speaker else ""),
+            )
+        )
+    return infos
 
 
 class PiperEngine:
@@ -87,20 +137,10 @@ class PiperEngine:
         return self._session
 
     def voices(self) -> list[VoiceInfo]:
-        return [
-            VoiceInfo(
-                id=self.config.voice_id,
-                engine="piper",
-                lang=self._lang,
-                gender="male",
-                sample_rate=self.sample_rate,
-                name="Joe (Piper)",
-            )
-        ]
+        return piper_voice_infos(self.config, self._lang)
 
     def check_voice(self, voice: str) -> None:
-        if voice != self.config.voice_id:
-            raise UnknownVoice(f"unknown Piper voice {voice!r}; this server has {self.config.voice_id!r}")
+        self.config.speaker_id(voice)
 
     def unknown_symbols(self, phonemes: str) -> set[str]:
         return {ch for ch in phonemes if ch not in self.config.phoneme_id_map}
@@ -136,7 +176,7 @@ class PiperEngine:
             "scales": scales,
         }
         if "sid" in {i.name for i in self._session.get_inputs()}:
-            feed["sid"] = np.array([0], dtype=np.int64)
+            feed["sid"] = np.array([self.config.speaker_id(voice)], dtype=np.int64)
         try:
             (audio,) = self._session.run(None, feed)
         except Exception as exc:  # ONNX Runtime errors have no common base class

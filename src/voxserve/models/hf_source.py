@@ -39,7 +39,7 @@ PIPER_REPO_FILES = {
 Downloader = Callable[..., str]
 
 
-def _load_downloader() -> Downloader:
+def load_downloader() -> Downloader:
     try:
         from huggingface_hub import hf_hub_download
     except ImportError as exc:
@@ -66,7 +66,7 @@ class HuggingFaceSource:
         return PIPER_REPO, PIPER_REPO_FILES[item.relpath]
 
     def provide(self, files: Sequence[ModelFile], staging: Path, *, progress: bool) -> SourceResult:
-        download = _load_downloader()
+        download = load_downloader()
         result = SourceResult()
         scratch = staging / ".hf"
         for item in files:

@@ -17,14 +17,16 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from voxserve.errors import ClientTooSlow, VoxError, error_body, grpc_status_name
+from voxserve.errors import ClientTooSlow, InvalidInput, VoxError, error_body, grpc_status_name
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
+from voxserve.server.contexts import open_stream
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from voxserve.server.proxies import client_address
 from voxserve.server.service import EncodedChunk, SpeechRequest, UtteranceSummary
 from voxserve.server.state import ServerState
+from voxserve.text.lexicon import parse_entries
 
 log = logging.getLogger("voxserve.server")
 _SERVICE = "voxserve.v1.VoxServe"
@@ -139,7 +141,11 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
 
 
 def _request(msg: pb.SynthesizeRequest | pb.StreamConfig) -> SpeechRequest:
+    entries = [
+        {field.name: value for field, value in entry.ListFields()} for entry in msg.lexicon
+    ]  # absent fields stay absent, as in JSON
     return SpeechRequest(
+        lexicon=parse_entries(entries),
         voice=msg.voice or None,
         text=getattr(msg, "text", ""),
         lang=msg.lang if msg.HasField("lang") else None,
@@ -147,11 +153,15 @@ def _request(msg: pb.SynthesizeRequest | pb.StreamConfig) -> SpeechRequest:
         format=msg.format or "pcm",
         sample_rate=msg.sample_rate if msg.HasField("sample_rate") else None,
         word_timings=msg.word_timings,
+        input_format=getattr(msg, "input_format", "") or None,
     )
 
 
 def _words(chunk: EncodedChunk) -> list[pb.WordTiming]:
-    return [pb.WordTiming(word=w.word, start_s=w.start_s, end_s=w.end_s) for w in chunk.words]
+    return [
+        pb.WordTiming(word=w.word, start_s=w.start_s, end_s=w.end_s, char_start=w.char_start, char_end=w.char_end)
+        for w in chunk.words
+    ]
 
 
 def _chunk(chunk: EncodedChunk) -> pb.AudioChunk:
@@ -167,22 +177,32 @@ def _chunk(chunk: EncodedChunk) -> pb.AudioChunk:
 
 def _client_message(msg: pb.StreamRequest) -> dx.ClientMessage:
     kind = msg.WhichOneof("kind")
+    context = msg.context_id or None
     if kind == "config":
-        return dx.Config(_request(msg.config))
+        try:
+            return dx.Config(_request(msg.config), msg.config.protocol or None, context)
+        except InvalidInput as exc:
+            return dx.Invalid(exc)
     if kind == "text":
-        return dx.Text(msg.text.text)
+        return dx.Text(msg.text.text, context)
     simple: dict[str | None, dx.ClientMessage] = {
-        "flush": dx.Flush(),
-        "close": dx.Close(),
-        "cancel": dx.Cancel(),
+        "flush": dx.Flush(context),
+        "close": dx.Close(context),
+        "cancel": dx.Cancel(context),
         "ping": dx.Ping(),
     }
-    from voxserve.errors import InvalidInput
-
     return simple.get(kind) or dx.Invalid(InvalidInput("empty StreamRequest"))
 
 
 def _server_event(event: dx.ServerEvent) -> pb.StreamResponse:
+    response = _event_message(event)
+    context = getattr(event, "context_id", None)
+    if context is not None:
+        response.context_id = context
+    return response
+
+
+def _event_message(event: dx.ServerEvent) -> pb.StreamResponse:
     if isinstance(event, dx.Chunk):
         return pb.StreamResponse(chunk=_chunk(event.chunk))
     if isinstance(event, dx.Done):
@@ -255,11 +275,16 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     async def StreamingSynthesize(
         self, request_iterator: AsyncIterator[pb.StreamRequest], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.StreamResponse]:
-        # a stream slot per utterance, not per call
-        stream = dx.DuplexStream(self._state.service, "grpc", _client(context, self._state))
+        messages = aiter(request_iterator)
+        first = await anext(messages, None)  # chooses the protocol
+        if first is None:
+            return
+        # a stream slot per utterance (context), not per call
+        stream = open_stream(self._state.service, "grpc", _client(context, self._state), _client_message(first))
 
         async def read() -> None:
-            async for message in request_iterator:
+            await stream.handle(_client_message(first))
+            async for message in messages:
                 await stream.handle(_client_message(message))
             await stream.end_input()
 

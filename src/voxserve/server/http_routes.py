@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -19,8 +19,10 @@ from starlette.types import Message, Receive, Scope, Send
 from voxserve.errors import ClientTooSlow, InvalidInput, VoxError
 from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
-from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance
+from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance, word_json
 from voxserve.server.state import ServerState
+from voxserve.text.lexicon import parse_entries
+from voxserve.types import WordTiming
 
 log = logging.getLogger("voxserve.server")
 # OpenAI voice names map to the server's default voice unless a voice of that name exists.
@@ -44,6 +46,8 @@ class SpeechBody(BaseModel):
     lang: str | None = None
     sample_rate: int | None = None
     timestamps: bool = Field(default=False, description="Word timings in SSE delta events.")
+    lexicon: list[Any] | None = Field(default=None, description="Pronunciation entries (docs/protocol.md).")
+    input_format: str | None = Field(default=None, description="text or ssml (default: ssml if it starts <speak>)")
 
 
 def state_of(request: Request) -> ServerState:
@@ -55,7 +59,7 @@ def client_ip(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
-def authorize(request: Request) -> Principal:
+async def authorize(request: Request) -> Principal:
     state = state_of(request)
     return state.service.authorize(bearer_token(request.headers.get("authorization")), client_ip(request))
 
@@ -114,6 +118,8 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
             format=body.response_format,
             sample_rate=rate,
             word_timings=body.timestamps,
+            lexicon=parse_entries(body.lexicon),
+            input_format=body.input_format,
             # a streamed FLAC header can't hold the length, and libsndfile (soundfile) refuses such files:
             # FLAC comes whole, once made (faster than real time: the text is all there), also in SSE
             whole_file=body.response_format.lower() == "flac",
@@ -174,10 +180,18 @@ async def _audio(chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
 
 
 async def _sse(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
+    """One ``speech.audio.delta`` per chunk with audio; the last has ``final: true``. A chunk without
+    bytes (a whole-file FLAC is all in the last one) sends nothing: its words go with the next delta."""
+    words: list[WordTiming] = []
     async for chunk in chunks:
+        words.extend(chunk.words)
+        if not chunk.audio and not chunk.final:
+            continue
         event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk.audio).decode()}
         if utterance.request.word_timings:
-            event["words"] = [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in chunk.words]
+            event["words"] = [word_json(w) for w in words]
+        event["final"] = chunk.final
+        words = []
         yield _sse_line(event)
     summary = utterance.summary()
     chars = len(utterance.request.text)

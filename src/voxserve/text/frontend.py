@@ -4,24 +4,36 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
 from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage
 from voxserve.settings import Settings
-from voxserve.text.clean import clean_text, is_speakable, strip_controls
-from voxserve.text.languages import SUPPORTED_LANGS, Alphabet, normalize_lang
+from voxserve.text.clean import check_numbers, clean_text, is_speakable, strip_controls
+from voxserve.text.languages import Alphabet, normalize_lang, supported_langs
+from voxserve.text.lexicon import apply_lexicon
 from voxserve.text.markup import check_phonemes, parse_markup, strip_markup
 from voxserve.text.normalize_en import normalize_english
+from voxserve.text.normalize_ko import normalize_korean
 from voxserve.text.phoneme_split import fit_words, sentence_words
+from voxserve.text.scripts import check_readable
 from voxserve.text.segment import IncrementalSegmenter, TextSegment, split_text
-from voxserve.types import PhonemeSegment, PhonemeWord
+from voxserve.types import LexiconEntry, PhonemeSegment, PhonemeWord
 
 log = logging.getLogger(__name__)
 
 KOKORO_MAX_PHONEMES = 510
 ALPHABETS: tuple[Alphabet, ...] = ("misaki", "espeak")
+
+
+def _normalize(text: str, lang: str) -> str:
+    """The language's own text normalization before G2P (numbers, abbreviations, units)."""
+    if lang.startswith("en"):
+        return normalize_english(text)
+    if lang == "ko":
+        return normalize_korean(text)
+    return text
 
 
 class G2P(Protocol):
@@ -62,7 +74,7 @@ class Frontend:
     ) -> list[PhonemeSegment]:
         """Phonemize a whole text into segments, the first short, each within ``max_phonemes``."""
         lang, alphabet = self._check(lang, alphabet)
-        text = self._clean(text)
+        text = self._clean(text, lang)
         segments: list[PhonemeSegment] = []
         for segment in split_text(text, self.first_segment_words, self.max_segment_chars):
             segments.extend(self.phonemize_segment(segment, lang, alphabet, max_phonemes=max_phonemes))
@@ -77,8 +89,10 @@ class Frontend:
         alphabet: Alphabet = "misaki",
         *,
         max_phonemes: int = KOKORO_MAX_PHONEMES,
+        lexicon: Sequence[LexiconEntry] = (),
     ) -> list[PhonemeSegment]:
-        """Phonemize one segment (e.g. from :class:`IncrementalSegmenter`) without re-segmenting it.
+        """Phonemize one segment (e.g. from :class:`IncrementalSegmenter`) without re-segmenting it,
+        speaking words the ``lexicon`` names as it says (:mod:`.lexicon`).
 
         Returns more than one PhonemeSegment only when its phonemes exceed ``max_phonemes``;
         returns ``[]`` when nothing in it is speakable (e.g. a lone emoji mid-stream).
@@ -89,7 +103,8 @@ class Frontend:
         text = clean_text(segment.text)
         if not is_speakable(strip_markup(text)):
             return []
-        words = self._words(text, lang, alphabet)
+        check_readable(strip_markup(text), lang)
+        words = self._words(apply_lexicon(text, lexicon), lang, alphabet)
         if not any(w.phonemes.strip(',.;:!?—…"“”() ') for w in words):
             return []
         return fit_words(words, strip_markup(text), lang, segment.boundary, max_phonemes)
@@ -121,11 +136,11 @@ class Frontend:
         canonical = normalize_lang(lang)
         if alphabet not in ALPHABETS:
             raise InvalidInput(f"unknown phoneme alphabet {alphabet!r}; use one of {', '.join(ALPHABETS)}")
-        if canonical not in SUPPORTED_LANGS:
-            raise UnsupportedLanguage(f"language {lang!r} is not supported; supported: {', '.join(SUPPORTED_LANGS)}")
+        if canonical not in supported_langs():
+            raise UnsupportedLanguage(f"language {lang!r} is not supported; supported: {', '.join(supported_langs())}")
         return canonical, alphabet
 
-    def _clean(self, text: str) -> str:
+    def _clean(self, text: str, lang: str) -> str:
         if len(text) > self.max_input_chars:
             raise InputTooLarge(f"input is {len(text)} characters; the limit is {self.max_input_chars}")
         if not strip_controls(text).strip():
@@ -133,6 +148,7 @@ class Frontend:
         cleaned = clean_text(text)
         if not is_speakable(strip_markup(cleaned)):
             raise InvalidInput("input text has nothing speakable (only symbols, punctuation or emoji)")
+        check_readable(strip_markup(cleaned), lang)
         return cleaned
 
     def _words(self, text: str, lang: str, alphabet: Alphabet) -> list[PhonemeWord]:
@@ -143,7 +159,8 @@ class Frontend:
             if span.phonemes is not None:
                 words.append(PhonemeWord(span.text, check_phonemes(span.phonemes, alphabet)))
             else:
-                plain = normalize_english(span.text) if lang.startswith("en") else span.text
+                check_numbers(span.text)
+                plain = _normalize(span.text, lang)
                 if plain.strip():
                     words.extend(g2p(plain))
             if words and i + 1 < len(spans):

@@ -17,7 +17,7 @@ from phonemizer.backend import EspeakBackend
 from phonemizer.backend.espeak.wrapper import EspeakWrapper
 from phonemizer.separator import Separator
 
-from voxserve.text.languages import ESPEAK_VOICE, Alphabet
+from voxserve.text.languages import Alphabet, espeak_voice
 from voxserve.text.vocab_map import clean_espeak, espeak_to_kokoro
 from voxserve.types import PhonemeWord
 
@@ -155,7 +155,7 @@ class EspeakG2P:
         self.lang = lang
         self.alphabet = alphabet
         self._convert = alphabet == "misaki"
-        self._backend = make_backend(ESPEAK_VOICE[lang], tie=self._convert)
+        self._backend = make_backend(espeak_voice(lang), tie=self._convert)
 
     def _phonemize(self, text: str, separator: Separator) -> str:
         result = self._backend.phonemize([text], separator=separator, strip=True)

@@ -70,12 +70,41 @@ _ALIASES: dict[str, str] = {
 }
 
 
+# Languages added at run time by voices that bring their own espeak voice (a Piper voice's config):
+# canonical code → espeak-ng voice name. Read only through the functions below.
+_REGISTERED: dict[str, str] = {}
+
+
+def register_language(code: str, espeak_voice: str) -> str:
+    """Make ``code`` (e.g. "de" from a German Piper voice) a language the espeak frontend reads with
+    ``espeak_voice``; returns its canonical code (a known language keeps its own)."""
+    key = code.strip().lower().replace("_", "-")
+    known = _ALIASES.get(key) or _ALIASES.get(key.split("-")[0])
+    if known is not None:
+        return known
+    family = key.split("-")[0]
+    _REGISTERED.setdefault(family, espeak_voice)
+    return family
+
+
+def supported_langs() -> tuple[str, ...]:
+    return SUPPORTED_LANGS + tuple(sorted(set(_REGISTERED) - set(SUPPORTED_LANGS)))
+
+
+def espeak_voice(lang: str) -> str:
+    """The espeak-ng voice that reads ``lang`` (a canonical code)."""
+    return ESPEAK_VOICE.get(lang) or _REGISTERED[lang]
+
+
 def normalize_lang(lang: str) -> str:
     """Return the canonical code for ``lang`` or raise :class:`UnsupportedLanguage`."""
     key = lang.strip().lower()
     canonical = _ALIASES.get(key) or _ALIASES.get(key.replace("_", "-"))
     if canonical is None:
-        raise UnsupportedLanguage(f"language {lang!r} is not supported; supported: {', '.join(SUPPORTED_LANGS)}")
+        family = key.replace("_", "-").split("-")[0]
+        if family in _REGISTERED:
+            return family
+        raise UnsupportedLanguage(f"language {lang!r} is not supported; supported: {', '.join(supported_langs())}")
     return canonical
 
 

@@ -102,6 +102,42 @@ SCALED_RE = re.compile(rf"(?<![\w.,])(?:(?P<num>-?(?:{NUM}))(?P<abbr>[kK]|M|mn|b
 UNIT_RE = re.compile(rf"(?P<num>-?(?:{NUM}))(?P<space>\s?)(?P<unit>km/h|°[CF]|°|[a-zA-Z]{{1,3}})(?![\w°])")
 
 
+# Numbers written the continental way ("1.234,56") in English text, and amounts in a currency whose
+# home locales write them so (€1.234 is a thousand two hundred thirty-four euros, €3,50 three euros
+# fifty): rewritten as 1,234.56 before the rules below read them. A lone "1.234" without such a
+# currency stays a decimal, the English reading.
+_COMMA_DECIMAL_SYMBOLS = "€"
+_DOT_GROUPED = r"\d{1,3}(?:\.\d{3})+"
+_CONTINENTAL_RE = re.compile(rf"(?<![\d.,])(?:{_DOT_GROUPED},\d+|\d{{1,3}}(?:\.\d{{3}}){{2,}})(?![\d]|[.,]\d)")
+_COMMA_AMOUNT = rf"(?:{_DOT_GROUPED}(?:,\d{{1,2}})?|\d+,\d{{1,2}})"
+_SYMBOL_FIRST_RE = re.compile(
+    rf"(?P<sym>[{_COMMA_DECIMAL_SYMBOLS}])(?P<space>\s?)(?P<amt>{_COMMA_AMOUNT})(?![\d]|[.,]\d)"
+)
+_SYMBOL_AFTER_RE = re.compile(
+    rf"(?<![\w.,])(?P<amt>{_COMMA_AMOUNT}|\d+(?:\.\d{{1,2}})?)\s?(?P<sym>[{_COMMA_DECIMAL_SYMBOLS}])(?!\w)"
+)
+
+
+def _point_style(written: str) -> str:
+    """1.234,56 → 1,234.56 (groups by comma, decimals by point)."""
+    whole, _, fraction = written.partition(",")
+    return whole.replace(".", ",") + (f".{fraction}" if fraction else "")
+
+
+def _symbol_first(match: re.Match[str]) -> str:
+    """ "1.234,56 €" → "€1,234.56": the symbol where the money rule looks for it."""
+    amount = match["amt"]
+    continental = "," in amount or re.fullmatch(_DOT_GROUPED, amount) is not None
+    return match["sym"] + (_point_style(amount) if continental else amount)
+
+
+def english_separators(text: str) -> str:
+    """Continental-style numbers and comma-locale currency amounts → the point style English rules read."""
+    text = _SYMBOL_FIRST_RE.sub(lambda m: m["sym"] + _point_style(m["amt"]), text)
+    text = _SYMBOL_AFTER_RE.sub(_symbol_first, text)
+    return _CONTINENTAL_RE.sub(lambda m: _point_style(m.group()), text)
+
+
 def _scale_word(written: str | None, abbr: str | None) -> str:
     if written:
         return written.lower()

@@ -1,8 +1,8 @@
 """Japanese numbers and counters → hiragana readings.
 
-espeak reads Arabic digits in Japanese digit group by digit group ("100" → "ichi hyaku") and
-pykakasi reads a counter kanji on its own (歳 → とし, 時に → ときに), so numbers followed by a
-common counter are read here as one word, with the counter's usual sound changes.
+A number followed by one of the common counters below is read here as one word, with the
+counter's usual sound changes and special readings (20歳 はたち, 1日 ついたち after a month,
+3分の1); other numbers are left to the Japanese analyzer, which reads them in context.
 """
 
 from __future__ import annotations
