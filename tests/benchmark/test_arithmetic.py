@@ -187,3 +187,26 @@ def test_fragments_resemble_llm_tokens() -> None:
     assert fragments("Hello there, friend.") == ["Hello ", "there, ", "friend."]
     assert "".join(fragments("你好，请问有什么可以帮您的吗？")) == "你好，请问有什么可以帮您的吗？"
     assert max(len(p) for p in fragments("你好，请问有什么可以帮您的吗？")) <= 2
+
+
+async def test_a_refused_listener_waits_before_asking_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from voxserve.benchmark import workload
+    from voxserve.benchmark.transports import Clients, TransportError
+
+    calls: list[str] = []
+
+    async def refuse(transport: str, clients: object, job: object) -> list[tuple[float, float]]:
+        calls.append(transport)
+        raise TransportError("HTTP 503: server at capacity")
+
+    monkeypatch.setattr(workload, "speak", refuse)
+    monkeypatch.setattr(workload, "FAILED_PAUSE_S", 0.2)
+    plan = workload.Plan(("http",), ("v",), ("Hello there.",), duration_s=0.5)
+    progress = workload.Progress("test", 0.5, quiet=True)
+    clients = Clients("http://127.0.0.1:9", "127.0.0.1:9")
+    try:
+        records, _ = await workload.closed_loop(clients, plan, 2, {"v": 22050}, progress)
+    finally:
+        await clients.aclose()
+    assert 4 <= len(calls) <= 8  # two listeners, one request each per 0.2 s pause, not a tight loop
+    assert all(not r.ok and "503" in (r.error or "") for r in records)

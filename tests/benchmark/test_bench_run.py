@@ -11,7 +11,6 @@ from tests.server.support import PIPER, RunningServer
 
 from voxserve.cli import main
 
-pytestmark = pytest.mark.e2e
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -56,7 +55,7 @@ def test_bench_writes_results_and_plots(
 
 
 def test_soak_mixes_transports_and_reads_the_server_resources(bench_server: RunningServer, tmp_path: Path) -> None:
-    data = _bench(bench_server, tmp_path, "--soak", "0.06", "--transport", "http,ws,grpc", "--concurrency", "3")
+    data = _bench(bench_server, tmp_path, "--soak", "0.04", "--transport", "http,ws,grpc", "--concurrency", "3")
     soak = data["soak"]
     assert isinstance(soak, dict)
     _check_records(soak["records"], {"http", "ws", "grpc"})

@@ -19,6 +19,8 @@ from voxserve.benchmark.records import Arrivals, RequestRecord, record_from_arri
 from voxserve.benchmark.stats import percentile
 from voxserve.benchmark.transports import Clients, Job, speak
 
+FAILED_PAUSE_S = 1.0
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -88,7 +90,7 @@ class _Requests:
         self._numbers = itertools.count()
         self.run0 = time.perf_counter()
 
-    async def one(self, concurrency: int) -> None:
+    async def one(self, concurrency: int) -> RequestRecord:
         k = next(self._numbers)
         transport = self.plan.transports[k % len(self.plan.transports)]
         voice = self.plan.voices[(k // len(self.plan.transports)) % len(self.plan.voices)]
@@ -107,17 +109,17 @@ class _Requests:
             error = f"{type(exc).__name__}: {exc}"[:300]
         finally:
             self.progress.in_flight -= 1
-        self.progress.records.append(
-            record_from_arrivals(
-                arrivals,
-                transport=transport,
-                voice=voice,
-                chars=len(text),
-                started_s=started,
-                concurrency=concurrency,
-                error=error,
-            )
+        record = record_from_arrivals(
+            arrivals,
+            transport=transport,
+            voice=voice,
+            chars=len(text),
+            started_s=started,
+            concurrency=concurrency,
+            error=error,
         )
+        self.progress.records.append(record)
+        return record
 
 
 async def _with_progress(progress: Progress, work: Awaitable[object]) -> tuple[list[RequestRecord], float]:
@@ -140,7 +142,10 @@ async def closed_loop(
 
     async def listener() -> None:
         while time.perf_counter() < deadline:
-            await requests.one(concurrency)
+            if not (await requests.one(concurrency)).ok:
+                # a refused listener (503 at capacity) waits before asking again, as a client should,
+                # instead of turning the loop into a storm of refusals
+                await asyncio.sleep(FAILED_PAUSE_S)
 
     work = asyncio.gather(*(listener() for _ in range(concurrency)))
     return await _with_progress(progress, work)

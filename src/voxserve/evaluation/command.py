@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--languages", default="en,zh,ja,fr,es,it,pt", help="languages to evaluate")
+    parser.add_argument("--languages", default="en,zh,ja,fr,es,it,pt",
+                        help="languages (also hi; Whisper base writes Hindi in Urdu script)")  # fmt: skip
     parser.add_argument("--voice", action="append", metavar="LANG=VOICE[,VOICE]",
                         help="voices for a language instead of the defaults (repeatable)")  # fmt: skip
     parser.add_argument("--sentences", type=int, default=20, help="sentences per voice (from the shipped sets)")

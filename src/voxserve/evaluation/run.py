@@ -24,6 +24,7 @@ DEFAULT_VOICES: dict[str, tuple[str, tuple[str, ...]]] = {
     "es": ("es", ("ef_dora",)),
     "it": ("it", ("if_sara",)),
     "pt": ("pt", ("pf_dora",)),
+    "hi": ("hi", ("hf_alpha",)),
 }
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
+from voxserve.tuning import Tuning
 from voxserve.types import SynthesisParams
 
 if TYPE_CHECKING:
@@ -35,8 +36,8 @@ class Synthesizer:
         """``streamed``: an already loaded windowed runtime to use (and leave open) instead of a new one."""
         base = Settings(engines=engines)  # type: ignore[arg-type]
         self._own = streamed is None
-        self.streamed = streamed or Runtime(base.model_copy(update={"decode_mode": "windowed"}))
-        self.whole = Runtime(base.model_copy(update={"decode_mode": "sentence"}))
+        self.streamed = streamed or Runtime(base, Tuning(decode_mode="windowed"))
+        self.whole = Runtime(base, Tuning(decode_mode="sentence"))
         if self._own:
             self.streamed.load(warm=False)
         self.whole.load(warm=False)
