@@ -30,7 +30,7 @@ from voxserve.models import ModelStore
 from voxserve.models.split_cache import ensure_split_graphs, resolve_precision
 from voxserve.piper_voices import PiperLibrary, check_piper_language
 from voxserve.settings import Settings
-from voxserve.stream.capacity import StreamCost, stream_share
+from voxserve.stream.capacity import StreamCost, cheapest_share
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SessionConfig, SynthesisSession
 from voxserve.text.frontend import Frontend
@@ -237,18 +237,18 @@ class Runtime:
 
     def stream_share(self, engine: str) -> float | None:
         """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy, from the
-        window costs learned here (:mod:`voxserve.stream.capacity`); None while unknown or on a GPU."""
+        window costs learned here at each thread level (:func:`voxserve.stream.capacity.cheapest_share`);
+        None while nothing is learned, or on a GPU."""
         found = self._engines.get(engine)
         learned = found.window_cost if found is not None else None
         if learned is None or self._on_gpu:
             return None
-        # under load each job runs at the narrowest thread level (elastic), else at the sessions' threads
-        narrowest = self._thread_levels[-1]
-        fit = learned.fit(narrowest)
-        if fit is None:
-            return None
-        cost = StreamCost(fit[0], fit[1], narrowest or self._cores)
-        return stream_share(cost, self.session_config().max_window_s, self._cores)
+        costs = [
+            StreamCost(fit[0], fit[1], level or self._cores)
+            for level in self._thread_levels
+            if (fit := learned.fit(level)) is not None
+        ]
+        return cheapest_share(costs, self.session_config().max_window_s, self._cores)
 
     def scheduler_stats(self) -> SchedulerStats:
         """The worker pool's state (all zero while models load)."""

@@ -12,6 +12,7 @@ total past the limit; the sum is the load exported to Prometheus and read by aut
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -31,3 +32,13 @@ class StreamCost:
 def stream_share(cost: StreamCost, window_s: float, cores: int) -> float:
     """The fraction of ``cores`` one real-time stream takes (may exceed 1 on a machine too slow for it)."""
     return cost.cores_per_stream(window_s) / max(cores, 1)
+
+
+def cheapest_share(costs: Iterable[StreamCost], window_s: float, cores: int) -> float | None:
+    """The share at the cheapest thread level learned (None when none is).
+
+    Each level's cost is refreshed only by windows decoded at it. A level whose cost was learned in a
+    busy moment and then went unused (a lone stream runs at the widest level) must not hold admission
+    below what the levels in use show the machine can do; the cheapest level is also the one the pool
+    gives streams under load."""
+    return min((stream_share(cost, window_s, cores) for cost in costs), default=None)

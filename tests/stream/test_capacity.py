@@ -1,0 +1,25 @@
+"""A real-time stream's share of the machine, from learned window costs (synthetic costs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from voxserve.stream.capacity import StreamCost, cheapest_share, stream_share
+
+
+def test_a_stream_keeps_its_threads_busy_for_its_cost_per_audio_second() -> None:
+    # 0.25 s of work per audio second and 0.1 s per window, 2 s windows, one thread: 0.3 of a core
+    cost = StreamCost(a=0.1, b=0.25, threads=1)
+    assert cost.cores_per_stream(2.0) == pytest.approx(0.3)
+    assert stream_share(cost, 2.0, cores=2) == pytest.approx(0.15)
+    assert stream_share(cost, 0.5, cores=2) > stream_share(cost, 2.0, cores=2)  # small windows cost more
+    assert stream_share(StreamCost(0.1, 0.25, threads=2), 2.0, cores=2) == pytest.approx(0.3)
+
+
+def test_the_cheapest_learned_level_sets_the_share() -> None:
+    narrow = StreamCost(a=0.1, b=0.25, threads=1)  # what streams get under load
+    wide = StreamCost(a=0.07, b=0.18, threads=2)  # a lone stream on both cores: less per call, more per core
+    assert cheapest_share([wide, narrow], 2.0, cores=2) == pytest.approx(0.15)
+    stale = StreamCost(a=0.4, b=1.0, threads=1)  # learned while the machine was busy, never refreshed
+    assert cheapest_share([wide, stale], 2.0, cores=2) == pytest.approx(2 * (0.18 + 0.035) / 2)
+    assert cheapest_share([], 2.0, cores=2) is None
