@@ -9,7 +9,9 @@
 ARG PYTHON_VERSION=3.11
 
 FROM python:${PYTHON_VERSION}-slim-bookworm AS build
-# npm fetches the Kokoro voices (kokoro-js on the npm registry)
+# npm fetches the Kokoro voices (kokoro-js on the npm registry). Versions come with the Debian release
+# of the base image.
+# hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends npm \
     && rm -rf /var/lib/apt/lists/*
@@ -23,18 +25,19 @@ ENV VOXSERVE_CACHE_DIR=/models
 RUN /opt/voxserve/bin/voxserve --quiet models fetch
 
 FROM python:${PYTHON_VERSION}-slim-bookworm
-RUN useradd --system --uid 10001 --create-home voxserve
+RUN groupadd --system --gid 10001 voxserve \
+    && useradd --system --uid 10001 --gid 10001 --create-home voxserve
 COPY --from=build /opt/voxserve /opt/voxserve
-COPY --from=build --chown=voxserve:voxserve /models /models
+COPY --from=build --chown=10001:10001 /models /models
 ENV PATH=/opt/voxserve/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     VOXSERVE_CACHE_DIR=/models \
     VOXSERVE_HOST=0.0.0.0 \
     VOXSERVE_PORT=8000 \
     VOXSERVE_GRPC_PORT=50051
-USER voxserve
+USER 10001:10001
 EXPOSE 8000 50051
-# ready once the models are loaded and warm; 503 while draining on SIGTERM
+# ready once the models are loaded and warm; 503 while full or draining (on SIGTERM)
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)"]
 STOPSIGNAL SIGTERM

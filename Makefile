@@ -4,18 +4,34 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install models serve test lint bench clean system-deps
+PLUGINS := .venv-plugins
+PLUGINS_STAMP := $(PLUGINS)/.installed
 
-$(STAMP): pyproject.toml setup.py
+.PHONY: install models serve test lint bench clean system-deps plugins-venv check
+
+$(STAMP): pyproject.toml setup.py src/voxserve/server/protos/voxserve.proto
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,ops,bench,eval]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# The framework plugins' tests (tests/integrations) run in a venv of their own: LiveKit Agents and
+# Pipecat pin versions (protobuf, soundfile) that the server's venv cannot hold. It holds the
+# frameworks, the client's dependencies and pytest (the extras livekit, pipecat, plugin-tests);
+# voxserve comes from src/, and the server under test runs in .venv (tests/server/test_integrations.py).
+$(PLUGINS_STAMP): pyproject.toml $(STAMP)
+	test -x $(PLUGINS)/bin/python || $(PYTHON) -m venv $(PLUGINS)
+	$(PLUGINS)/bin/pip install -q --upgrade pip
+	$(BIN)/python -c "import tomllib; extras = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; print('\n'.join(extras['livekit'] + extras['pipecat'] + extras['plugin-tests']))" > $(PLUGINS)/requirements.txt
+	$(PLUGINS)/bin/pip install -q -r $(PLUGINS)/requirements.txt
+	touch $(PLUGINS_STAMP)
+
+plugins-venv: $(PLUGINS_STAMP)
+
 # Debian packages the end-to-end tests need (Chromium for the playground test, nginx for the
-# load-balancing test).
+# load-balancing test, promtool for the alert rules).
 system-deps:
 	@bash scripts/system-deps.sh
 
@@ -30,12 +46,16 @@ lint: install
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
-test: models system-deps lint
+test: models system-deps lint plugins-venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The inner loop: lint, types and the unit tier (no real models, servers of real models, Whisper or browser).
+check: lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e"
 
 bench: models
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.fidelity
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(PLUGINS) build *.egg-info src/*.egg-info

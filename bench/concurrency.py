@@ -21,9 +21,11 @@ import asyncio
 import json
 import statistics
 import time
+from dataclasses import replace
 
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
+from voxserve.tuning import Tuning
 from voxserve.types import SynthesisParams
 
 TEXT = (
@@ -108,15 +110,11 @@ def main() -> None:
     args = parser.parse_args()
     global VERBOSE
     VERBOSE = args.verbose
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        engines=[args.engine],
-        decode_mode=args.mode,
-        intra_op_threads=args.threads,
-        elastic_threads=not args.no_elastic,
-        **({} if args.preempt_slack is None else {"preempt_slack_s": args.preempt_slack}),
-    )
-    runtime = Runtime(settings)
+    settings = Settings(_env_file=None, engines=[args.engine], intra_op_threads=args.threads)  # type: ignore[call-arg]
+    tuning = Tuning(decode_mode=args.mode, elastic_threads=not args.no_elastic)
+    if args.preempt_slack is not None:
+        tuning = replace(tuning, preempt_slack_s=args.preempt_slack)
+    runtime = Runtime(settings, tuning)
     runtime.load(warm=True)
     try:
         for n in (int(x) for x in args.streams.split(",")):

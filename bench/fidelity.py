@@ -15,17 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from dataclasses import replace
 
 import numpy as np
-from pesq import pesq
-from pystoi import stoi
-from scipy.signal import resample_poly
 
-from voxserve.engines.kokoro import KokoroEngine
-from voxserve.engines.kokoro_stream import HOP, SAMPLE_RATE, KokoroFront
-from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
+from voxserve.engines.kokoro_stream import SAMPLE_RATE, KokoroFront
+from voxserve.evaluation.fidelity import pesq_stoi
+from voxserve.evaluation.kokoro_windows import KokoroWindows
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
+from voxserve.tuning import Tuning
 
 SENTENCES = [
     "Sure, I can help with that.",
@@ -37,11 +36,6 @@ SENTENCES = [
 ]
 
 
-def score(reference: np.ndarray, test: np.ndarray) -> tuple[float, float]:
-    ref16, test16 = resample_poly(reference, 2, 3), resample_poly(test, 2, 3)
-    return float(pesq(16_000, ref16, test16, "wb")), float(stoi(ref16, test16, 16_000))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--voice", default="af_heart")
@@ -51,29 +45,18 @@ def main() -> None:
     )
     parser.add_argument("--first-context-ms", type=int, default=None, help="override window_first_context_ms")
     args = parser.parse_args()
-    overrides: dict[str, object] = {"engines": ["kokoro"], "window_early_stats": not args.late_stats}
+    tuning = Tuning(window_early_stats=not args.late_stats)
     if args.context_ms is not None:
-        overrides["window_context_ms"] = args.context_ms
+        tuning = replace(tuning, window_context_ms=args.context_ms)
     if args.first_context_ms is not None:
-        overrides["window_first_context_ms"] = args.first_context_ms
-    settings = Settings(_env_file=None, **overrides)  # type: ignore[arg-type, call-arg]
-    runtime = Runtime(settings)
+        tuning = replace(tuning, window_first_context_ms=args.first_context_ms)
+    runtime = Runtime(Settings(_env_file=None, engines=["kokoro"]), tuning)  # type: ignore[call-arg]
     runtime.load(warm=True)  # warm-up and learned statistics, as the server starts
-    engine = runtime.engines["kokoro"]
-    assert isinstance(engine, KokoroEngine) and engine.streamer is not None, "needs windowed decoding"
-    streamer = engine.streamer
-    windows = runtime.window_config()
-    frame_s = HOP / SAMPLE_RATE
+    kokoro = KokoroWindows(runtime)
+    streamer, windows, frame_s = kokoro.streamer, kokoro.windows, kokoro.frame_s
 
     def front(text: str) -> KokoroFront:
-        phonemes = " ".join(s.phonemes for s in runtime.frontend.phonemize(text, "en-us"))
-        ids = np.array([KOKORO_VOCAB[c] for c in phonemes], dtype=np.int64)
-        return streamer.front(
-            ids,
-            engine.style_tables.style(args.voice, len(ids)),
-            max_pad_frames=windows.frames(windows.max_pad_s, frame_s),
-            max_lead_frames=windows.frames(windows.max_lead_s, frame_s),
-        )
+        return kokoro.front(text, args.voice)
 
     first, following, largest = windows.plan(windows.first_s, frame_s)
     plans = {"first segment": (first, following), "later segment": (largest, largest)}
@@ -98,7 +81,7 @@ def main() -> None:
                     early_stats=windows.early_stats,
                     first_context_frames=first_context[plan],
                 )
-                scores.append(score(whole, np.concatenate([p.samples for p in pieces])))
+                scores.append(pesq_stoi(whole, np.concatenate([p.samples for p in pieces]), SAMPLE_RATE))
             row = {
                 "plan": plan,
                 "start_from": start,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
+from voxserve.tuning import Tuning
 from voxserve.types import SynthesisParams
 
 SHORT = "Hello there, how can I help you today?"
@@ -48,10 +49,8 @@ async def _run_once(runtime: Runtime, voice: str, text: str) -> tuple[float, flo
 
 
 def bench_engine(engine: str, threads: int, runs: int, mode: str) -> dict[str, float]:
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None, engines=[engine], intra_op_threads=threads, worker_threads=1, decode_mode=mode
-    )
-    runtime = Runtime(settings)
+    settings = Settings(_env_file=None, engines=[engine], intra_op_threads=threads)  # type: ignore[call-arg]
+    runtime = Runtime(settings, Tuning(worker_threads=1, decode_mode=mode))  # type: ignore[arg-type]
     t0 = time.perf_counter()
     runtime.load(warm=True)
     load_s = time.perf_counter() - t0

@@ -7,8 +7,7 @@ WebSocket and the gRPC bidirectional stream (HTTP has no incremental input).
     .venv/bin/python bench/server_ttfa.py --runs 10
 
 ``--busy`` keeps another caller listening to a long reading over a WebSocket of its own all the while,
-so every first audio is measured while a stream plays (set ``VOXSERVE_PREEMPT_SLACK_S=0`` in the
-environment to see it without preemption).
+so every first audio is measured while a stream plays.
 """
 
 from __future__ import annotations
@@ -243,7 +242,6 @@ def main() -> None:
     out = args.out or Path(f"bench/results/server_ttfa{'_busy' if args.busy else ''}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"text": TEXT, "runs": args.runs, "token_ms": args.token_ms, "cores": os.cpu_count(), "busy": args.busy}
-    meta["preempt_slack_s"] = os.environ.get("VOXSERVE_PREEMPT_SLACK_S", "default")
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     print(f"wrote {out}")
 

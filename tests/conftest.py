@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from voxserve.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Property-based tests: "ci" (default) is derandomized (the same examples every run) and small;
+# VOXSERVE_FUZZ=long draws fresh examples, many more of them, for a long run by hand.
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+hypothesis_settings.register_profile(
+    "ci", derandomize=True, max_examples=30, deadline=None, database=None, suppress_health_check=_SLOW_OK
+)
+hypothesis_settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=_SLOW_OK)
+hypothesis_settings.load_profile(os.environ.get("VOXSERVE_FUZZ", "ci"))
+# the framework plugins' tests need their own venv; tests/server/test_integrations.py runs them there
+collect_ignore = ["integrations"]
 ARTIFACTS = ROOT / "test-artifacts"
 
 
@@ -139,3 +153,19 @@ def make_piper_voice(model_store) -> PiperVoiceMaker:  # type: ignore[no-untyped
         return model
 
     return make
+
+
+# Fixtures that load real models, Whisper or a browser: a test using any of them (directly or through
+# another fixture) belongs to the end-to-end tier, which `make check` leaves out and `make test` runs.
+_E2E_FIXTURES = frozenset(
+    {"model_store", "runtime", "transcribe", "shared_runtime", "server", "make_server", "piper_ids", "browser"}
+)
+# Folders and modules whose tests run `voxserve` (models and all) in a subprocess, or build a wheel.
+_E2E_PATHS = ("tests/cli/", "tests/test_packaging.py", "tests/models/test_kokoro_variant.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        where = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
+        if _E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())) or where.startswith(_E2E_PATHS):
+            item.add_marker(pytest.mark.e2e)

@@ -29,5 +29,6 @@ def test_the_wheel_holds_the_generated_grpc_code_and_the_playground(tmp_path: Pa
         "voxserve/server/protos/voxserve.proto",
         "voxserve/web/index.html",
         "voxserve/cli.py",
+        "voxserve/data/texts/short.txt",
     ):
         assert needed in names, needed

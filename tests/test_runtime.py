@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from voxserve.runtime import GPU_BATCH, Runtime, batch_policy
 from voxserve.settings import Settings
+from voxserve.tuning import Tuning
 
 
 def test_batching_is_off_on_cpu_and_on_for_a_gpu_by_default() -> None:
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
-    assert not batch_policy(settings, on_gpu=False).enabled
-    assert batch_policy(settings, on_gpu=True).max_batch == GPU_BATCH
-    chosen = Settings(_env_file=None, decode_batch=8, decode_batch_wait_ms=5)  # type: ignore[call-arg]
-    policy = batch_policy(chosen, on_gpu=False)
+    assert not batch_policy(settings, Tuning(), on_gpu=False).enabled
+    assert batch_policy(settings, Tuning(), on_gpu=True).max_batch == GPU_BATCH
+    chosen = Settings(_env_file=None, decode_batch=8)  # type: ignore[call-arg]
+    policy = batch_policy(chosen, Tuning(decode_batch_wait_ms=5), on_gpu=False)
     assert policy.max_batch == 8 and policy.max_wait_s == 0.005
 
 
@@ -19,7 +20,7 @@ def test_window_plan_is_quantized_only_when_batching() -> None:
     runtime = Runtime(Settings(_env_file=None))  # type: ignore[call-arg]
     plain = runtime.window_config()
     assert plain.quantum_s == 0 and plain.growth > 1
-    runtime._batch = batch_policy(Settings(_env_file=None, decode_batch=4), on_gpu=False)  # type: ignore[call-arg]
+    runtime._batch = batch_policy(Settings(_env_file=None, decode_batch=4), Tuning(), on_gpu=False)  # type: ignore[call-arg]
     batched = runtime.window_config()
     assert batched.quantum_s > 0 and batched.growth == 1.0
 
@@ -28,7 +29,7 @@ def test_paced_streams_get_smaller_windows_than_files() -> None:
     """A stream played in real time keeps its windows short (a new caller waits for at most one)."""
     config = Runtime(Settings(_env_file=None)).session_config()  # type: ignore[call-arg]
     assert config.max_window_s == 2.0 and Runtime(Settings(_env_file=None)).window_config().max_s == 4.0  # type: ignore[call-arg]
-    small = Runtime(Settings(_env_file=None, window_max_ms=1000)).session_config()  # type: ignore[call-arg]
+    small = Runtime(Settings(_env_file=None), Tuning(window_max_ms=1000)).session_config()  # type: ignore[call-arg]
     assert small.max_window_s == 1.0
 
 
@@ -57,3 +58,22 @@ def test_the_languages_of_its_voices_are_ready_at_start(runtime) -> None:  # typ
     assert {("zh", "misaki"), ("ja", "misaki"), ("fr", "misaki")} <= set(runtime.frontend._g2ps)
     assert Runtime(Settings(_env_file=None, warm_languages="none"))._warm_languages() == []  # type: ignore[call-arg]
     assert Runtime(Settings(_env_file=None, warm_languages="zh, ja"))._warm_languages() == ["zh", "ja"]  # type: ignore[call-arg]
+
+
+def test_a_windowed_runtime_loads_the_whole_models_only_when_something_needs_them(runtime) -> None:  # type: ignore[no-untyped-def]
+    from voxserve.engines.onnx import LazySession
+
+    for name, engine in runtime.engines.items():
+        assert engine.windowed, name
+        assert isinstance(engine.session, LazySession), name  # streaming never touches it
+
+
+def test_tuning_is_code_not_environment(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    monkeypatch.setenv("VOXSERVE_WINDOW_FIRST_MS", "50")
+    monkeypatch.setenv("VOXSERVE_ELASTIC_THREADS", "false")
+    runtime = Runtime(Settings(_env_file=None))  # type: ignore[call-arg]
+    assert runtime.tuning == Tuning() and runtime.session_config().first_window_s == 0.4
+    with pytest.raises(ValueError, match="decode_mode"):
+        Tuning(decode_mode="fast")  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Command line: ``voxserve say | voices | models | serve``."""
+"""Command line: ``voxserve say | voices | models | serve | bench | eval``."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "rate_limit_per_minute",
         "shutdown_grace_s",
         "default_voice",
+        "lexicon",
     ):
         value = getattr(args, field, None)
         if value is not None:
@@ -242,17 +243,16 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.names:
         return _fetch_piper_voices(settings, args.action, args.names)
     store = ModelStore(settings)
-    if settings.decode_mode == "windowed":
-        from voxserve.engines.onnx import resolve_providers
-        from voxserve.models.split_cache import resolve_precision, split_builder
+    from voxserve.engines.onnx import resolve_providers
+    from voxserve.models.split_cache import resolve_precision, split_builder
 
-        on_gpu = resolve_providers(settings.providers)[0] != "CPUExecutionProvider"
-        store.builders.append(split_builder(resolve_precision(settings.precision, on_gpu)))
+    on_gpu = resolve_providers(settings.providers)[0] != "CPUExecutionProvider"
+    store.builders.append(split_builder(resolve_precision(settings.precision, on_gpu)))
     if args.action == "fetch":
         files = store.fetch(force=args.force, progress=not args.quiet)
         total = sum(1 for f in store.installed() if f.ok)
         print(f"installed {len(files)} files; {total} model files verified in {store.root}")
-        if settings.decode_mode == "windowed" and "kokoro" in settings.engines and not args.no_learn:
+        if "kokoro" in settings.engines and not args.no_learn:
             _learn_voices(settings, quiet=args.quiet)
     else:
         print(format_listing(store.installed()))
@@ -261,7 +261,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def _learn_voices(settings: Settings, quiet: bool) -> None:
     """Part of the model build: windowed Kokoro learns every voice's decoder statistics once (saved
-    with the split graphs; minutes on 2 cores), so that no server start pays for it."""
+    with the split graphs; it takes minutes), so that no server start pays for it."""
     from voxserve.runtime import Runtime
 
     runtime = Runtime(settings.model_copy(update={"engines": ["kokoro"]}))
@@ -280,6 +280,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     serve(_settings(args))
     return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from voxserve.benchmark.command import run
+
+    return run(args)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from voxserve.evaluation.command import run
+
+    return run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -306,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-r", "--sample-rate", dest="sample_rate", type=int, help=f"output sample rate, {MIN_RATE} to {MAX_RATE} Hz"
     )
     say.add_argument("--phonemes", action="store_true", help="the input is phonemes, not text")
+    say.add_argument("--lexicon", help="pronunciation dictionary (JSON; docs/protocol.md)")
     say.add_argument("--play", action="store_true", help="play the result")
     say.add_argument("--engines", help=argparse.SUPPRESS)
     say.set_defaults(func=cmd_say)
@@ -343,8 +356,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--rate-limit", dest="rate_limit_per_minute", type=int, help="requests/minute per client")
     serve.add_argument("--shutdown-grace", dest="shutdown_grace_s", type=float, help="seconds to drain on SIGTERM")
     serve.add_argument("--default-voice", dest="default_voice", help="voice when a request names none")
+    serve.add_argument("--lexicon", help="pronunciation dictionary (JSON; docs/protocol.md)")
     serve.add_argument("--log-text", dest="log_text", action="store_true", help="include input text in access logs")
     serve.set_defaults(func=cmd_serve)
+
+    from voxserve.benchmark.command import add_arguments
+
+    bench = sub.add_parser("bench", help="load-test a running server (first audio, underruns, capacity, soak)")
+    add_arguments(bench)
+    bench.set_defaults(func=cmd_bench)
+
+    from voxserve.evaluation.command import add_arguments as add_eval_arguments
+
+    evaluate = sub.add_parser("eval", help="score the voices: intelligibility, streaming fidelity, naturalness, seams")
+    add_eval_arguments(evaluate)
+    evaluate.set_defaults(func=cmd_eval)
     return parser
 
 

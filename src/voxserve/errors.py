@@ -37,6 +37,24 @@ class InputTooLarge(InvalidInput):
     code = "input_too_large"
 
 
+class TooManyContexts(InvalidInput):
+    """A multi-context connection already has ``max_contexts`` contexts open."""
+
+    code = "too_many_contexts"
+
+
+class UnknownContext(InvalidInput):
+    """A message names a context this connection never opened, or one that has ended."""
+
+    code = "unknown_context"
+
+
+class ContextExpired(InvalidInput):
+    """A context got no message and made no audio for ``context_idle_s``; the server closed it."""
+
+    code = "context_expired"
+
+
 class Unauthorized(VoxError):
     code = "unauthorized"
 
@@ -65,6 +83,12 @@ class ClientTooSlow(VoxError):
     """The client took no audio for too long; its stream was dropped to free the slot for others."""
 
     code = "client_too_slow"
+
+
+class IdleTimeout(ClientTooSlow):
+    """A connection sent nothing (no credentials, no message) for longer than the server waits."""
+
+    code = "idle_timeout"
 
 
 class NotReady(VoxError):

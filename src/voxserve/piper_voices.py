@@ -38,6 +38,7 @@ from voxserve.models.piper_catalog import PiperVoiceFiles, discover, search_root
 from voxserve.settings import Settings
 from voxserve.text.languages import register_language
 from voxserve.text.scripts import language_name
+from voxserve.tuning import Tuning
 from voxserve.types import EngineAudio, VoiceInfo
 
 log = logging.getLogger(__name__)
@@ -132,13 +133,15 @@ class PiperLibrary:
                 self.engines[voice.id] = engine
 
     @classmethod
-    def from_settings(cls, settings: Settings, factory: SessionFactory, windows: WindowConfig) -> PiperLibrary:
+    def from_settings(
+        cls, settings: Settings, tuning: Tuning, factory: SessionFactory, windows: WindowConfig
+    ) -> PiperLibrary:
         return cls(
             discover(*search_roots(settings)),
             factory,
             windows,
             split_root=settings.cache_dir / SPLIT_DIR,
-            windowed=settings.decode_mode == "windowed",
+            windowed=tuning.decode_mode == "windowed",
             budget_bytes=settings.piper_memory_mb << 20,
         )
 

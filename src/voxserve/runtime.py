@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import replace
 
 from voxserve.engines.base import Engine
 from voxserve.engines.batching import BatchPolicy
@@ -29,11 +30,14 @@ from voxserve.models import ModelStore
 from voxserve.models.split_cache import ensure_split_graphs, resolve_precision
 from voxserve.piper_voices import PiperLibrary, check_piper_language
 from voxserve.settings import Settings
+from voxserve.stream.capacity import StreamCost, stream_share
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SessionConfig, SynthesisSession
 from voxserve.text.frontend import Frontend
 from voxserve.text.languages import lang_for_voice, normalize_lang
+from voxserve.text.lexicon import for_voice, load_lexicon
 from voxserve.text.teaching import TEACHING_SENTENCES
+from voxserve.tuning import Tuning
 from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
 
 log = logging.getLogger(__name__)
@@ -42,22 +46,26 @@ PIPER_VOICE = "en_US-joe-medium"
 GPU_BATCH = 64  # default windows per decoder call on a GPU; not measured yet (no GPU run so far)
 
 
-def batch_policy(settings: Settings, on_gpu: bool) -> BatchPolicy:
-    """Cross-stream batching of decoder windows: off on CPU (it gains at most ~10 % there), on for a GPU."""
+def batch_policy(settings: Settings, tuning: Tuning, on_gpu: bool) -> BatchPolicy:
+    """Cross-stream batching of decoder windows: off on CPU (it gains little there), on for a GPU."""
     size = settings.decode_batch or (GPU_BATCH if on_gpu else 1)
-    return BatchPolicy(max_batch=size, max_wait_s=settings.decode_batch_wait_ms / 1000)
+    return BatchPolicy(max_batch=size, max_wait_s=tuning.decode_batch_wait_ms / 1000)
 
 
 class Runtime:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, tuning: Tuning | None = None) -> None:
         self.settings = settings
+        self.tuning = tuning or Tuning()
         self.store = ModelStore(settings)
         self.frontend = Frontend(settings)
+        self.lexicon = load_lexicon(settings.lexicon) if settings.lexicon is not None else {}
         self._engines: dict[str, Engine] = {}
         self._voice_engine: dict[str, Engine] = {}
         self._pool: WorkerPool | None = None
         self._batch = BatchPolicy()
         self._thread_levels: tuple[int | None, ...] = (None,)
+        self._cores = 1  # cores the pool's jobs share (intra-op threads of the widest session)
+        self._on_gpu = False
         self._streamers: list[KokoroStreamer] = []
         self._lock = threading.Lock()
         self.load_seconds: dict[str, float] = {}
@@ -74,10 +82,11 @@ class Runtime:
             factory = SessionFactory(
                 self.settings.providers,
                 self.settings.resolved_intra_op_threads(cores),
-                spinning=self.settings.onnx_spinning,
+                spinning=self.tuning.onnx_spinning,
                 elastic=self._elastic(),
             )
-            self._batch = batch_policy(self.settings, factory.on_gpu)
+            self._batch = batch_policy(self.settings, self.tuning, factory.on_gpu)
+            self._cores, self._on_gpu = factory.intra_op_threads, factory.on_gpu
             for name in self.settings.engines:
                 t0 = time.perf_counter()
                 engine = self._build_engine(name, factory)
@@ -86,7 +95,7 @@ class Runtime:
                 for voice in engine.voices():
                     self._voice_engine[voice.id] = engine
                 log.info("loaded engine %s in %.2f s", name, self.load_seconds[name])
-            self.piper_library = PiperLibrary.from_settings(self.settings, factory, self.window_config())
+            self.piper_library = PiperLibrary.from_settings(self.settings, self.tuning, factory, self.window_config())
             for voice in self.piper_library.voices(exclude=set(self._voice_engine)):
                 self._voice_engine[voice.id] = self.piper_library.engines[voice.id]
             self._pool = self._build_pool(factory, cores)
@@ -111,22 +120,22 @@ class Runtime:
 
     def _elastic(self) -> bool:
         """Share the cores between concurrent streams (windowed CPU decoding without batching)."""
-        s = self.settings
-        return s.elastic_threads and s.decode_mode == "windowed" and s.decode_batch <= 1
+        t = self.tuning
+        return t.elastic_threads and t.decode_mode == "windowed" and self.settings.decode_batch <= 1
 
     def _build_pool(self, factory: SessionFactory, cores: int) -> WorkerPool:
         if factory.elastic:  # each job at its share of the cores; a second worker per core runs the
             # urgent job while the jobs it stopped wait to be readmitted
-            workers = self.settings.worker_threads or 2 * factory.intra_op_threads
-            slack = self.settings.preempt_slack_s or None
+            workers = self.tuning.worker_threads or 2 * factory.intra_op_threads
+            slack = self.tuning.preempt_slack_s or None
             return WorkerPool(workers, cores=factory.intra_op_threads, levels=factory.levels, preempt_slack_s=slack)
-        workers = self.settings.worker_threads or max(1, cores // factory.intra_op_threads)
-        if self._batch.enabled and not self.settings.worker_threads:
+        workers = self.tuning.worker_threads or max(1, cores // factory.intra_op_threads)
+        if self._batch.enabled and not self.tuning.worker_threads:
             workers = max(workers, self._batch.max_batch)  # enough callers in flight to fill a batch
         return WorkerPool(workers)
 
     def window_config(self) -> WindowConfig:
-        s = self.settings
+        s = self.tuning
         # batched decoding needs windows of equal size: fixed steps, sizes in multiples of 0.25 s
         batching = self._batch.enabled
         return WindowConfig(
@@ -142,10 +151,11 @@ class Runtime:
         )
 
     def _build_engine(self, name: str, factory: SessionFactory) -> Engine:
-        windowed = self.settings.decode_mode == "windowed"
+        windowed = self.tuning.decode_mode == "windowed"
         windows = self.window_config()
         if name == "kokoro":
-            session = factory.create(self.store.kokoro_model(), elastic=False)  # the whole model: sentence mode
+            model = self.store.kokoro_model()  # the whole model: sentence mode, loaded when first used if windowed
+            session = factory.lazy(model) if windowed else factory.create(model, elastic=False)
             kokoro_streamer = None
             if windowed:
                 precision = resolve_precision(self.settings.precision, factory.on_gpu)
@@ -164,7 +174,8 @@ class Runtime:
                 config.sample_rate,
                 context_frames=windows.frames(windows.context_s, PIPER_HOP / config.sample_rate),
             )
-        whole = factory.create(self.store.piper_model(), elastic=False)  # the whole model: sentence mode
+        model = self.store.piper_model()  # the whole model: sentence mode, loaded when first used if windowed
+        whole = factory.lazy(model) if windowed else factory.create(model, elastic=False)
         return PiperEngine(whole, config, streamer=piper_streamer, windows=windows)
 
     def warm_up(self) -> None:
@@ -186,7 +197,7 @@ class Runtime:
             for threads in self._thread_levels:
                 for attempt in range(2):
                     with thread_budget(threads):
-                        for _ in engine.stream(phonemes, voice, first_window_s=self.settings.window_first_ms / 1000):
+                        for _ in engine.stream(phonemes, voice, first_window_s=self.tuning.window_first_ms / 1000):
                             pass
                     if not attempt and engine.window_cost is not None:
                         engine.window_cost.forget(threads)
@@ -194,7 +205,7 @@ class Runtime:
     def learn_voices(self, learn: bool = True) -> None:
         """Teach windowed Kokoro every voice's decoder statistics and how to predict a sentence's (saved
         with the split graphs, so only the first start after a model build pays for it: three sentences
-        per voice and all of them for the default voice, ~3.5 min on 2 cores)."""
+        per voice and all of them for the default voice; minutes of work)."""
         for engine in self._engines.values():
             if not isinstance(engine, KokoroEngine):
                 continue
@@ -223,6 +234,21 @@ class Runtime:
         """(Kokoro decoder calls made, windows they decoded): equal unless windows were batched."""
         runners = [streamer.decoder for streamer in self._streamers]
         return sum(r.batches for r in runners), sum(r.windows for r in runners)
+
+    def stream_share(self, engine: str) -> float | None:
+        """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy, from the
+        window costs learned here (:mod:`voxserve.stream.capacity`); None while unknown or on a GPU."""
+        found = self._engines.get(engine)
+        learned = found.window_cost if found is not None else None
+        if learned is None or self._on_gpu:
+            return None
+        # under load each job runs at the narrowest thread level (elastic), else at the sessions' threads
+        narrowest = self._thread_levels[-1]
+        fit = learned.fit(narrowest)
+        if fit is None:
+            return None
+        cost = StreamCost(fit[0], fit[1], narrowest or self._cores)
+        return stream_share(cost, self.session_config().max_window_s, self._cores)
 
     def scheduler_stats(self) -> SchedulerStats:
         """The worker pool's state (all zero while models load)."""
@@ -254,7 +280,7 @@ class Runtime:
         return engine
 
     def session_config(self, *, pace: bool = True) -> SessionConfig:
-        s = self.settings
+        s, t = self.settings, self.tuning
         return SessionConfig(
             chunk_ms=s.stream_buffer_ms,
             first_segment_words=s.first_segment_words,
@@ -263,8 +289,8 @@ class Runtime:
             clause_pause_ms=s.clause_pause_ms,
             lookahead_s=s.lookahead_s,
             idle_flush_ms=s.idle_flush_ms,
-            first_window_s=s.window_first_ms / 1000,
-            max_window_s=min(s.window_paced_max_ms, s.window_max_ms) / 1000,
+            first_window_s=t.window_first_ms / 1000,
+            max_window_s=min(t.window_paced_max_ms, t.window_max_ms) / 1000,
             max_input_chars=s.max_input_chars,
             pace=pace,
         )
@@ -292,11 +318,16 @@ class Runtime:
         engine = self.engine_for(params.voice)
         lang = self._lang_for(params)
         check_piper_language(engine.name, params.voice, self._voice_lang(params.voice), lang)
+        # the caller's entries first (they win), then the server's for this language
+        server = self.lexicon.get(lang, ()) + self.lexicon.get("*", ())
+        lexicon = for_voice(params.lexicon, engine.alphabet, strict=True) + for_voice(
+            server, engine.alphabet, strict=False
+        )
         return SynthesisSession(
             engine=engine,
             frontend=self.frontend,
             pool=self.pool,
-            params=params,
+            params=replace(params, lexicon=lexicon),
             lang=lang,
             config=self.session_config(pace=pace),
         )

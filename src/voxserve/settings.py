@@ -33,7 +33,8 @@ def _default_cache() -> Path:
 
 
 class Settings(BaseSettings):
-    """Runtime configuration. See the README's table for every field."""
+    """What an operator sets. See the README's table for every field; engine and scheduler tuning is
+    :class:`voxserve.tuning.Tuning`, in code."""
 
     model_config = SettingsConfigDict(
         env_prefix="VOXSERVE_",
@@ -59,30 +60,6 @@ class Settings(BaseSettings):
     precision: Precision = Field(
         default="auto", description="Kokoro decoder precision: auto = int8 on CPU, fp16 on GPU."
     )
-    decode_mode: Literal["windowed", "sentence"] = Field(
-        default="windowed", description="windowed: split graphs decoded in growing windows; sentence: one call each."
-    )
-    window_first_ms: int = Field(default=400, ge=25, description="Speech in the first decoder window of a stream.")
-    window_next_ms: int = Field(default=500, ge=25, description="First window of later segments, second of the first.")
-    window_growth: float = Field(default=1.4, ge=1.0, le=8.0, description="Each later window this much larger.")
-    window_max_ms: int = Field(default=4000, ge=100, description="Largest decoder window.")
-    window_paced_max_ms: int = Field(
-        default=2000,
-        ge=100,
-        description="Largest decoder window of a stream played in real time: a new caller's first audio "
-        "may wait for one such window of another stream (~0.9 s on 2 cores at 2 s).",
-    )
-    window_context_ms: int = Field(
-        default=200, ge=0, le=1000, description="Audio decoded on each side of a window for a seamless join."
-    )
-    window_early_stats: bool = Field(
-        default=True,
-        description="Sentence statistics before a stream's first window: truer first sentence, ~30 ms later audio.",
-    )
-    window_first_context_ms: int = Field(
-        default=100, ge=25, le=1000, description="Right context of a stream's first decoder window (work before audio)."
-    )
-    max_pad_ms: int = Field(default=100, ge=25, description="Cap on the model's leading/trailing pad durations.")
 
     # --- runtime ----------------------------------------------------------------
     providers: Annotated[list[str], NoDecode] = Field(
@@ -95,33 +72,11 @@ class Settings(BaseSettings):
         "up to ~5 s): 'all' the loaded voices speak, or a list such as 'en-us,zh'; 'none' for none.",
     )
     intra_op_threads: int = Field(default=0, ge=0, description="Threads per ONNX session (0 = cores).")
-    worker_threads: int = Field(
-        default=0,
-        ge=0,
-        description="Synthesis worker threads (0 = cores / intra_op_threads; if elastic, two per core).",
-    )
-    elastic_threads: bool = Field(
-        default=True,
-        description="CPU: a stream alone decodes on intra_op_threads cores, concurrent streams share them "
-        "(each graph loaded at 2-3 thread counts: more memory).",
-    )
-    preempt_slack_s: float = Field(
-        default=2.0,
-        ge=0,
-        description="With elastic_threads: a stream's first audio may stop a decoder call of another stream "
-        "whose audio is not needed for this many seconds (it is made again later); 0 = never.",
-    )
     decode_batch: int = Field(
         default=0,
         ge=0,
         le=1024,
         description="Most decoder windows of concurrent streams in one call (0 = auto: 1 on CPU, 64 on a GPU).",
-    )
-    decode_batch_wait_ms: float = Field(
-        default=2.0, ge=0, le=100, description="How long a decoder window may wait for others to batch with."
-    )
-    onnx_spinning: bool = Field(
-        default=False, description="Let idle ONNX Runtime threads busy-wait (faster only with one session per core)."
     )
 
     piper_memory_mb: int = Field(
@@ -164,10 +119,19 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     grpc_port: int = Field(default=50051, description="0 disables the gRPC server.")
-    max_streams: int = Field(default=16, ge=1, description="Concurrent synthesis streams.")
-    max_queue: int = Field(default=32, ge=0, description="Requests waiting for a stream slot.")
+    max_load: float = Field(
+        default=1.0,
+        gt=0,
+        le=4.0,
+        description="Admit a new stream only while the streams' predicted demand, from costs measured on this "
+        "machine, stays within this fraction of its cores (1.0: every core). /readyz answers 503 'full' beyond it.",
+    )
+    max_streams: int = Field(
+        default=128, ge=1, description="Ceiling on concurrent synthesis streams, whatever they cost."
+    )
+    max_queue: int = Field(default=0, ge=0, description="Streams that may wait for capacity (0: refuse at once).")
     queue_timeout_s: float = Field(
-        default=30.0, gt=0, le=600, description="Longest a queued request waits for a slot before it is refused."
+        default=1.0, gt=0, le=600, description="Longest a waiting stream waits for capacity before it is refused."
     )
     shutdown_grace_s: float = Field(default=10.0, ge=0)
     client_stall_s: float = Field(
@@ -185,6 +149,24 @@ class Settings(BaseSettings):
     rate_limit_per_minute: int = Field(default=100, ge=0, description="Requests per minute per client; 0 = off.")
     max_ws_message_bytes: int = Field(default=64 * 1024, ge=1024)
     max_fragments_per_second: int = Field(default=200, ge=1)
+    ws_first_message_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A WebSocket must send its first message (its config, or its credentials) within this long.",
+    )
+    ws_idle_timeout_s: float = Field(
+        default=300.0,
+        ge=0,
+        description="A WebSocket that sends nothing and has no utterance in progress this long is closed; 0 = never.",
+    )
+    max_contexts: int = Field(
+        default=8, ge=1, description="Contexts open at once on one multi-context (protocol 2) connection."
+    )
+    context_idle_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A protocol-2 context that gets no message and makes no audio for this long is closed.",
+    )
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -192,7 +174,14 @@ class Settings(BaseSettings):
         default_factory=lambda: ["127.0.0.1", "::1"],
         description="Proxies (addresses or networks, '*' = any) whose X-Forwarded-For names the client.",
     )
-    log_text: bool = Field(default=False, description="Include input text in access logs.")
+    log_text: bool = Field(default=False, description="Include input text in access and audit logs.")
+    audit_log_file: Path | None = Field(
+        default=None, description="Also append the audit log (one JSON line per utterance) to this file."
+    )
+    lexicon: Path | None = Field(
+        default=None,
+        description="Pronunciation dictionary: a JSON file of entries per language (docs/protocol.md).",
+    )
 
     @field_validator(
         "providers",

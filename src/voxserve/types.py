@@ -61,11 +61,14 @@ class PhonemeSegment:
 
 @dataclass(frozen=True)
 class WordTiming:
-    """Where a word is heard, in seconds from the start of the stream."""
+    """Where a word is heard, in seconds from the start of the stream, and where it was read from:
+    ``char_start``/``char_end`` index the stream's text as it was sent (``None`` when unknown)."""
 
     word: str
     start_s: float
     end_s: float
+    char_start: int | None = None
+    char_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,18 @@ class AudioChunk:
 
 
 @dataclass(frozen=True)
+class LexiconEntry:
+    """A pronunciation rule: text matching ``match`` (a whole word, any case; or, from a server file, a
+    regular expression) is spoken as ``phonemes`` (in ``alphabet``, the voice's) or read as ``text``."""
+
+    match: str
+    phonemes: str | None = None
+    text: str | None = None
+    regex: bool = False
+    alphabet: str | None = None  # None: the voice's
+
+
+@dataclass(frozen=True)
 class SynthesisParams:
     """What a caller asks of one stream."""
 
@@ -130,3 +145,4 @@ class SynthesisParams:
     lang: str | None = None
     word_timings: bool = True
     phoneme_input: bool = False  # the whole input is phonemes, not text
+    lexicon: tuple[LexiconEntry, ...] = ()  # the caller's entries; the server's are added when the stream opens

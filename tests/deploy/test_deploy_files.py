@@ -30,8 +30,8 @@ def compose() -> dict[str, Any]:
     return yaml.safe_load((ROOT / "compose.yaml").read_text())
 
 
-def dockerfile_env() -> dict[str, str]:
-    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+def dockerfile_env(name: str = "Dockerfile") -> dict[str, str]:
+    text = (ROOT / name).read_text().replace("\\\n", " ")
     found: dict[str, str] = {}
     for line in text.splitlines():
         if line.startswith("ENV "):
@@ -45,7 +45,14 @@ def mentioned(path: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     "path",
-    [ROOT / "Dockerfile", ROOT / "compose.yaml", CHART / "values.yaml", *sorted((CHART / "templates").iterdir())],
+    [
+        ROOT / "Dockerfile",
+        ROOT / "Dockerfile.gpu",
+        ROOT / "compose.yaml",
+        CHART / "values.yaml",
+        *sorted((CHART / "templates").iterdir()),
+        *sorted((CHART / "ci").iterdir()),
+    ],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_every_variable_named_is_a_setting(path: Path) -> None:
@@ -55,7 +62,7 @@ def test_every_variable_named_is_a_setting(path: Path) -> None:
 def test_the_settings_they_set_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     helm_env = yaml.safe_load((CHART / "values.yaml").read_text())["env"]
     services = compose()["services"]
-    for env in (dockerfile_env(), services["voxserve-1"]["environment"], helm_env):
+    for env in (dockerfile_env(), dockerfile_env("Dockerfile.gpu"), services["voxserve-1"]["environment"], helm_env):
         for name in known_variables():
             monkeypatch.delenv(name, raising=False)
         for name, value in env.items():
@@ -80,9 +87,10 @@ def test_nginx_upstreams_are_the_compose_replicas() -> None:
     assert published == set(re.findall(r"^\s*listen\s+(\d+)", conf, flags=re.M))
 
 
-def test_the_image_is_built_from_files_the_context_holds() -> None:
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "Dockerfile.gpu"])
+def test_the_image_is_built_from_files_the_context_holds(dockerfile: str) -> None:
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines() if line.strip()}
-    for line in (ROOT / "Dockerfile").read_text().splitlines():
+    for line in (ROOT / dockerfile).read_text().splitlines():
         if line.startswith("COPY ") and "--from=" not in line:
             for source in line.split()[1:-1]:
                 assert (ROOT / source).exists(), source
@@ -108,12 +116,13 @@ def test_helm_templates_read_only_defined_values() -> None:
     assert used and used <= values, used - values
 
 
-def test_the_voxserve_commands_in_the_image_parse() -> None:
+@pytest.mark.parametrize(("dockerfile", "count"), [("Dockerfile", 2), ("Dockerfile.gpu", 3)])
+def test_the_voxserve_commands_in_the_image_parse(dockerfile: str, count: int) -> None:
     from voxserve.cli import build_parser
 
-    text = (ROOT / "Dockerfile").read_text()
+    text = (ROOT / dockerfile).read_text()
     commands = [m.split() for m in re.findall(r"/opt/voxserve/bin/voxserve ([^\n&\\]+)", text)]
     commands += [json.loads(m)[1:] for m in re.findall(r"^CMD (\[.*\])$", text, flags=re.M)]
-    assert len(commands) == 2
+    assert len(commands) == count
     for args in commands:
         build_parser().parse_args(args)  # exits (SystemExit) on an unknown option

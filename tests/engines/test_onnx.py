@@ -113,3 +113,24 @@ def test_an_elastic_session_runs_at_the_callers_thread_budget(model_store) -> No
     with thread_budget(1):
         narrow = session.run(None, feeds)[0]
     assert wide.shape == narrow.shape and float(np.abs(wide - narrow).max()) < 1e-3
+
+
+def test_a_lazy_session_loads_once_on_first_use(model_store) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    factory = SessionFactory(["cpu"], 1)
+    loads: list[int] = []
+
+    def load() -> onnx.OnnxSession:
+        loads.append(1)
+        return factory.create(model_store.piper_model(), elastic=False)
+
+    lazy = onnx.LazySession(load)
+    assert not lazy.loaded and loads == []
+    threads = [threading.Thread(target=lazy.get_inputs) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert lazy.loaded and loads == [1]
+    assert [i.name for i in lazy.get_inputs()] == [i.name for i in load().get_inputs()]

@@ -1,11 +1,16 @@
-"""A runtime whose model loading blocks until released: the only way to observe the 'loading' phase."""
+"""Runtimes that make what real models can't on cue: a load that blocks until released (the 'loading'
+phase), and sessions that fall behind their listener (underruns)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import AsyncIterator
+
+import numpy as np
 
 from voxserve.server.runtime_api import SessionLike
-from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
+from voxserve.types import AudioChunk, SchedulerStats, SynthesisParams, VoiceInfo
 
 
 class BlockedLoadRuntime:
@@ -27,5 +32,61 @@ class BlockedLoadRuntime:
     def scheduler_stats(self) -> SchedulerStats:
         return SchedulerStats(0, 0, 0)
 
+    def stream_share(self, engine: str) -> float | None:
+        return None
+
     def close(self) -> None:
         self.release.set()
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.ttfa_s: float | None = None
+        self.audio_s = 0.0
+        self.compute_s = 0.0
+
+
+class ScriptedSession:
+    """Emits silence on a schedule of ``(wait before, audio seconds)`` once its input is closed: a
+    stream that falls behind its listener on cue, which a real model on a quiet machine does not."""
+
+    sample_rate = 16_000
+
+    def __init__(self, script: list[tuple[float, float]]) -> None:
+        self.stats = _Stats()
+        self._script = script
+        self._closed = asyncio.Event()
+
+    def push_text(self, text: str) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self._closed.set()
+
+    def cancel(self) -> None:
+        self._closed.set()
+
+    async def __aiter__(self) -> AsyncIterator[AudioChunk]:
+        await self._closed.wait()
+        offset = 0
+        for n, (wait_s, audio_s) in enumerate(self._script):
+            await asyncio.sleep(wait_s)
+            samples = np.zeros(round(audio_s * self.sample_rate), np.float32)
+            yield AudioChunk(samples, self.sample_rate, offset, n, (), final=n == len(self._script) - 1)
+            offset += len(samples)
+            self.stats.audio_s += audio_s
+
+
+class ScriptedRuntime(BlockedLoadRuntime):
+    """Loads at once; every session follows ``script``."""
+
+    def __init__(self, script: list[tuple[float, float]]) -> None:
+        super().__init__()
+        self.release.set()
+        self.script = script
+
+    def open_session(self, params: SynthesisParams, *, pace: bool = True) -> SessionLike:
+        return ScriptedSession(self.script)

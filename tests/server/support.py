@@ -113,5 +113,8 @@ class SharedRuntime:
     def scheduler_stats(self) -> object:
         return self._runtime.scheduler_stats()
 
+    def stream_share(self, engine: str) -> float | None:
+        return self._runtime.stream_share(engine)
+
     def close(self) -> None:
         pass

@@ -10,7 +10,7 @@ from voxserve.server.admission import Admission
 
 async def test_cap_queue_and_refusal() -> None:
     seen: list[tuple[int, int]] = []
-    adm = Admission(max_streams=2, max_queue=1, on_change=lambda a, q: seen.append((a, q)))
+    adm = Admission(max_streams=2, max_queue=1, on_change=lambda a, q, load: seen.append((a, q)))
     await adm.acquire()
     await adm.acquire()
     waiter = asyncio.create_task(adm.acquire())
@@ -72,3 +72,48 @@ def test_queue_timeout_comes_from_settings(monkeypatch: pytest.MonkeyPatch) -> N
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     state = ServerState.build(settings, runtime=BlockedLoadRuntime())
     assert state.admission.queue_timeout_s == 2.5
+
+
+async def test_streams_are_admitted_by_their_share_of_the_machine() -> None:
+    loads: list[float] = []
+    adm = Admission(max_streams=100, max_queue=0, on_change=lambda a, q, load: loads.append(load))
+    booked = [await adm.acquire(0.3) for _ in range(3)]  # 0.9 of the cores
+    assert adm.load == pytest.approx(0.9)
+    assert adm.fits(0.1) and not adm.fits(0.3)
+    with pytest.raises(Overloaded, match="capacity"):
+        await adm.acquire(0.3)  # would take the load to 1.2: refused at once, nothing queued
+    assert await adm.acquire(0.05) == 0.05  # a cheaper engine's stream still fits
+    assert loads[-1] == pytest.approx(0.95)
+    adm.release(booked[0])
+    assert adm.fits(0.3)
+    for share in [*booked[1:], 0.05]:
+        adm.release(share)
+    assert adm.load == 0.0 and adm.active == 0
+
+
+async def test_a_waiting_stream_starts_when_enough_capacity_is_freed() -> None:
+    adm = Admission(max_streams=100, max_queue=2, queue_timeout_s=5)
+    first = await adm.acquire(0.6)
+    second = await adm.acquire(0.3)
+    big = asyncio.create_task(adm.acquire(0.5))
+    small = asyncio.create_task(adm.acquire(0.05))  # fits now, but waits its turn: no overtaking
+    await asyncio.sleep(0)
+    assert adm.queued == 2 and not small.done()
+    adm.release(second)  # 0.6 + 0.5 > 1: the head still does not fit
+    await asyncio.sleep(0)
+    assert adm.queued == 2
+    adm.release(first)  # both fit now, in order
+    assert await asyncio.wait_for(big, 1) == 0.5
+    assert await asyncio.wait_for(small, 1) == 0.05
+    assert adm.load == pytest.approx(0.55)
+
+
+async def test_the_first_stream_is_always_admitted_and_unknown_costs_count_as_slots() -> None:
+    adm = Admission(max_streams=4, max_queue=0)
+    await adm.acquire(1.7)  # a machine too slow for even one real-time stream still serves one
+    with pytest.raises(Overloaded):
+        await adm.acquire(0.01)
+    adm.release(1.7)
+    for _ in range(4):  # no learned cost: each stream books 1 / max_streams
+        assert await adm.acquire(None) == pytest.approx(0.25)
+    assert not adm.fits(None)

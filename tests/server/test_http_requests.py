@@ -69,7 +69,7 @@ def test_unusable_bodies_and_paths_get_the_error_envelope(server: RunningServer)
     wrong = httpx.delete(server.base + "/v1/models")
     assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
     fetched = httpx.get(server.base + "/v1/audio/speech")  # POST-only: not mistaken for a missing page
-    assert fetched.status_code == 405 and fetched.headers["allow"] == "POST"
+    assert fetched.status_code == 405 and fetched.headers["allow"] == "OPTIONS, POST"
     assert fetched.json()["error"]["code"] == "method_not_allowed"
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
+from voxserve.tuning import Tuning
 
 from .speaking import speak
 
@@ -20,8 +21,8 @@ TEXTS = (
 
 @pytest.fixture(scope="module")
 def batching_runtime(model_store: object) -> Iterator[Runtime]:
-    settings = Settings(_env_file=None, engines=["kokoro"], decode_batch=4, decode_batch_wait_ms=100)  # type: ignore[call-arg]
-    runtime = Runtime(settings)
+    settings = Settings(_env_file=None, engines=["kokoro"], decode_batch=4)  # type: ignore[call-arg]
+    runtime = Runtime(settings, Tuning(decode_batch_wait_ms=100))
     runtime.load(warm=True)
     yield runtime
     runtime.close()

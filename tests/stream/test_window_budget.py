@@ -91,3 +91,55 @@ def test_window_cost_is_learned_per_thread_count() -> None:
     assert cost.fit(2)[1] == pytest.approx(0.35)  # type: ignore[index]
     cost.forget(1)
     assert cost.fit(1) is None and cost.fit(2) is not None
+
+
+class _Cost:
+    def fit(self, threads: int | None) -> tuple[float, float]:
+        return NARROW
+
+
+class _Engine:
+    """What a session reads of an engine when it sizes windows."""
+
+    sample_rate = 24_000
+    window_cost = _Cost()
+
+
+class _Pool:
+    """What a session reads of the pool when it sizes windows: how many streams share it."""
+
+    def __init__(self) -> None:
+        self.streams = 1
+
+    def share(self) -> tuple[int, float]:
+        return 1, 1.0
+
+
+async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone() -> None:
+    import time
+
+    from voxserve.stream.session import SessionConfig, SynthesisSession
+    from voxserve.types import SynthesisParams
+
+    pool = _Pool()
+    config = SessionConfig(pace=False, max_window_s=2.0)
+    session = SynthesisSession(
+        engine=_Engine(),  # type: ignore[arg-type]
+        frontend=None,  # type: ignore[arg-type]
+        pool=pool,  # type: ignore[arg-type]
+        params=SynthesisParams(voice="v"),
+        lang="en-us",
+        config=config,
+    )
+    try:
+        session._t_first_audio = time.monotonic()
+        session._samples_out = 10 * _Engine.sample_rate  # far ahead of any listener
+        assert session._next_window_s() is None  # alone: the engine's largest windows
+        pool.streams = 2  # another stream shares the cores: no window longer than a paced one
+        assert session._next_window_s() == config.max_window_s
+        paced = SessionConfig(pace=True, max_window_s=2.0)
+        session._config = paced
+        pool.streams = 1
+        assert session._next_window_s() == paced.max_window_s  # a listener's stream is always sized
+    finally:
+        await session.aclose()

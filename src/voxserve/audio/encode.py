@@ -117,6 +117,15 @@ def make_encoder(fmt: str, sample_rate: int, *, bit_rate: int | None = None, who
     return AvEncoder(AV_FORMATS[name], sample_rate, bit_rate, whole=whole)
 
 
+def content_type(fmt: str) -> str:
+    """The media type an HTTP response of ``fmt`` declares."""
+    name = fmt.strip().lower()
+    if name in AV_FORMATS:
+        return AV_FORMATS[name].content_type
+    plain = {"pcm": PcmEncoder.content_type, "wav": WavStreamEncoder.content_type, "mulaw": MulawEncoder.content_type}
+    return plain[name]
+
+
 def encoded_rate(fmt: str, sample_rate: int) -> int:
     """The rate ``fmt`` is sent at when fed ``sample_rate``: μ-law is always 8 kHz, and Opus/MP3/AAC take
     the nearest rate their codec supports (what a client must announce to its player)."""

@@ -157,7 +157,7 @@ class KokoroEngine:
 
         Each voice speaks ``per_voice`` of ``texts`` (voices take turns through the list, so the
         regression hears them all; the ``thorough`` voice, the default one, speaks them all), each
-        decoded in one window for its exact statistics: ~1 s per sentence on 2 cores. They fit the
+        decoded in one window for its exact statistics. They fit the
         regression from frame-rate to vocoder statistics and teach the voice book (the fallback where no
         prediction applies). The result is saved next to the split graphs and reloaded next time; ``learn=False``
         only reloads (a quick start, such as the CLI's). ``phonemize`` turns a text into this engine's

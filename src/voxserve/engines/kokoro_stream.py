@@ -107,7 +107,7 @@ class KokoroStreamer:
     ``crossfade_ms`` of the overlap is crossfaded (it must fit in the context). ``carry_phase`` and
     ``sentence_stats``/``running_stats``/``voice_stats`` switch the corrections off for measurements;
     ``early_stats`` computes the sentence's frame-rate statistics before the first window instead of
-    after it (better first window, ~15–30 ms later first audio). ``batch`` lets windows of concurrent
+    after it (a truer first window, slightly later first audio). ``batch`` lets windows of concurrent
     streams with the same size share one decoder call (:mod:`voxserve.engines.batching`).
     """
 

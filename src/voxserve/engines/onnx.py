@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -107,9 +107,9 @@ class ElasticSession:
 
     ONNX Runtime fixes a session's intra-op threads when it is created. On a small CPU box one stream
     decodes fastest on all cores, but two streams each on one core beat two streams taking turns on
-    both (on 2 cores: a Kokoro window costs 0.33 s per audio second with 2 threads, 0.57 s with one,
-    and two one-thread calls run side by side at full speed). A one-thread session runs on the
-    calling thread, so any number of workers can share it.
+    both: a call on all threads is less than that many times faster than on one, and one-thread calls
+    run side by side at nearly full speed. A one-thread session runs on the calling thread, so any
+    number of workers can share it.
     """
 
     def __init__(self, sessions: dict[int, ort.InferenceSession]) -> None:
@@ -146,7 +146,60 @@ class ElasticSession:
         self.session_for(current_thread_budget()).run_with_iobinding(binding, run_options)
 
 
-OnnxSession: TypeAlias = ort.InferenceSession | ElasticSession
+class LazySession:
+    """A session loaded on its first use. The whole (unsplit) models serve only sentence mode and direct
+    engine calls; a server that streams in windows never touches them, so they cost it no memory."""
+
+    def __init__(self, load: Callable[[], ort.InferenceSession | ElasticSession]) -> None:
+        self._load = load
+        self._session: ort.InferenceSession | ElasticSession | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def _get(self) -> ort.InferenceSession | ElasticSession:
+        with self._lock:
+            if self._session is None:
+                self._session = self._load()
+            return self._session
+
+    def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
+        return self._get().run(output_names, input_feed, run_options)
+
+    def get_inputs(self) -> Any:
+        return self._get().get_inputs()
+
+    def get_outputs(self) -> Any:
+        return self._get().get_outputs()
+
+    def io_binding(self) -> Any:
+        return self._get().io_binding()
+
+    def run_with_iobinding(self, binding: Any, run_options: Any = None) -> None:
+        self._get().run_with_iobinding(binding, run_options)
+
+
+OnnxSession: TypeAlias = ort.InferenceSession | ElasticSession | LazySession
+
+_SHARED_ARENA = threading.Lock()
+_shared_arena_ready = False
+
+
+def _share_cpu_arena() -> None:
+    """Register one CPU memory arena for the whole process, grown only by what is asked of it.
+
+    Every session otherwise keeps an arena of its own, sized by the largest call it ever ran (and rounded
+    up to powers of two); a streaming server holds a dozen sessions (front, prosody, statistics and
+    decoder graphs of each engine, at each thread count), so most of that memory would sit idle."""
+    global _shared_arena_ready
+    with _SHARED_ARENA:
+        if _shared_arena_ready:
+            return
+        info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+        ort.create_and_register_allocator(info, ort.OrtArenaCfg({"arena_extend_strategy": 1}))  # as requested
+        _shared_arena_ready = True
 
 
 def thread_levels(threads: int) -> tuple[int, ...]:
@@ -164,8 +217,7 @@ class SessionFactory:
 
     ``spinning`` lets ONNX Runtime's idle pool threads busy-wait for the next call. Every session has
     its own pool, and a streaming engine alternates between several sessions (front, prosody, decoder),
-    so spinning threads of one session steal the cores the next one needs: on 2 cores, Kokoro's
-    front + prosody take 69 ms with spinning and 34 ms without. Off by default.
+    so spinning threads of one session steal the cores the next one needs. Off by default.
 
     ``elastic`` (CPU only) loads each graph at several thread counts (:func:`thread_levels`) as one
     :class:`ElasticSession`, so concurrent streams can each take a share of the cores.
@@ -202,7 +254,14 @@ class SessionFactory:
         spin = "1" if self.spinning else "0"
         opts.add_session_config_entry("session.intra_op.allow_spinning", spin)
         opts.add_session_config_entry("session.inter_op.allow_spinning", spin)
+        if not self.on_gpu:
+            _share_cpu_arena()
+            opts.add_session_config_entry("session.use_env_allocators", "1")
         return opts
+
+    def lazy(self, path: Path | str | bytes) -> LazySession:
+        """A session for ``path`` at the widest thread count, loaded when first used."""
+        return LazySession(lambda: self.create(path, elastic=False))
 
     def create(self, path: Path | str | bytes, *, elastic: bool = True) -> OnnxSession:
         """A session for ``path``; an :class:`ElasticSession` when the factory is elastic (and ``elastic``)."""

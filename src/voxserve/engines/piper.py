@@ -121,7 +121,6 @@ class PiperEngine:
         self.config = config
         self.sample_rate = config.sample_rate
         self._lang = lang
-        self._inputs = {i.name for i in session.get_inputs()}
         self._streamer = streamer
         self._windows = windows or WindowConfig()
 
@@ -176,7 +175,7 @@ class PiperEngine:
             "input_lengths": np.array([len(ids)], dtype=np.int64),
             "scales": scales,
         }
-        if "sid" in self._inputs:
+        if "sid" in {i.name for i in self._session.get_inputs()}:
             feed["sid"] = np.array([self.config.speaker_id(voice)], dtype=np.int64)
         try:
             (audio,) = self._session.run(None, feed)

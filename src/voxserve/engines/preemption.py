@@ -1,8 +1,8 @@
 """Model calls that a scheduler may interrupt, so that a more urgent job gets the cores at once.
 
 On a small CPU box a stream that plays alone decodes each window on every core. A caller who arrives
-meanwhile would wait for that window (up to ~0.9 s on 2 cores) before its own first window could
-start. The worker pool (:class:`voxserve.stream.pool.WorkerPool`) therefore hands each job it runs a
+meanwhile would wait for that window to finish before its own first window could start. The worker
+pool (:class:`voxserve.stream.pool.WorkerPool`) therefore hands each job it runs a
 :class:`Preemption`, which :func:`run_preemptible` consults around every ONNX Runtime call made on that
 thread: the pool may stop the call in flight (``RunOptions.terminate``); the call then gives its cores
 back, waits until the pool readmits it, and runs again from the same inputs. The audio is the same;

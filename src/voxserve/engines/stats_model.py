@@ -4,12 +4,12 @@ A stream's first sentence is decoded in small windows, and Kokoro's vocoder norm
 by statistics over time (see :mod:`voxserve.engines.vocoder_stats`). The exact statistics of the
 whole sentence would make windowed audio match whole-sentence decoding, but they only exist once the
 whole sentence is decoded. The sentence's frame-rate statistics, by contrast, come from a small graph
-in ~25 ms before the first window (``kokoro_stats.onnx``), and they predict the vocoder's well.
+cheaply before the first window (``kokoro_stats.onnx``), and they predict the vocoder's well.
 
 :class:`StatsRegression` is a ridge regression from the deviation of a sentence's frame-rate statistics
 from its voice's average to the deviation of its vocoder statistics from that voice's average: the
 slope is shared by all voices (fitted on a few sentences of each), the averages are each voice's.
-First-segment PESQ-wb against the whole decode is in ``bench/fidelity.py`` and ``docs/architecture.md``.
+First-segment PESQ-wb against the whole decode is measured by ``voxserve eval`` (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from voxserve.types import VoiceInfo
 
 # Kokoro voice ids start with a language letter and a gender letter: "af_heart" = American English, female.
@@ -47,8 +49,10 @@ def parse_blend(spec: str) -> list[tuple[str, float]]:
             weight = float(weight_text) if weight_text else 1.0
         except ValueError:
             raise ValueError(f"weight {weight_text!r} of voice {name!r} is not a number") from None
-        if not weight > 0:
-            raise ValueError(f"weight of voice {name!r} must be positive, got {weight_text}")
+        if not (weight > 0 and math.isfinite(weight)):
+            raise ValueError(f"weight {weight_text!r} of voice {name!r} must be a finite positive number")
         parts.append((name.strip(), weight))
     total = sum(weight for _, weight in parts)
+    if not math.isfinite(total):
+        raise ValueError("weights too large to add up; use weights such as 0.7 and 0.3")
     return [(name, weight / total) for name, weight in parts]

@@ -29,9 +29,8 @@ class WindowConfig:
 
     # The first window of a stream is small so first audio comes fast; each next one must be decoded
     # (with its context frames: a fixed cost per window) before the audio already out has played, or
-    # playback stalls. On 2 CPU threads Kokoro decodes ~0.36 s per audio second plus ~0.16 s per window
-    # for 0.2 s of context on each side, so a 0.3 s first window can't grow: 0.4 s / 0.5 s / x1.4 is the
-    # smallest schedule that plays through (first audio ~270 ms for a short reply).
+    # playback stalls. This fixed schedule applies only until window costs are learned (the warm-up
+    # teaches them); afterwards stream/window_budget.py sizes each window from the learned cost.
     first_s: float = 0.4
     next_s: float = 0.5
     growth: float = 1.4
@@ -42,11 +41,10 @@ class WindowConfig:
     # > 0: window sizes are multiples of this, so windows of concurrent streams often have the same
     # size and can share a batched decoder call (voxserve.engines.batching)
     quantum_s: float = 0.0
-    # the sentence's frame-rate statistics before a stream's first window too (~30 ms): its first
-    # segment sounds closer to a whole-sentence decode (PESQ-wb 3.45 -> 3.91) ...
+    # the sentence's frame-rate statistics before a stream's first window too: its first segment sounds
+    # closer to a whole-sentence decode (voxserve eval measures it) ...
     early_stats: bool = True
-    # ... paid for by less right context on that first window (0.1 s instead of 0.2 s: ~33 ms less
-    # work before first audio, no measurable PESQ change)
+    # ... paid for by less right context on that first window (less work before first audio)
     first_context_s: float = 0.1
 
     def frames(self, seconds: float, frame_s: float) -> int:

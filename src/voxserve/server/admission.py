@@ -1,8 +1,15 @@
-"""Admission control: at most ``max_streams`` synthesis streams, at most ``max_queue`` waiting.
+"""Admission control by measured capacity: a stream is admitted only if the machine can feed it.
 
-A request beyond both limits (or any request while draining) is refused at once with
-:class:`Overloaded`, never left hanging; a queued request that waits longer than
-``queue_timeout_s`` is refused the same way.
+Each stream is booked with its *share*: the fraction of the cores one real-time stream of its engine
+keeps busy, from the window costs learned on this machine (:mod:`voxserve.stream.capacity`). The sum of
+the booked shares is the server's load. A new stream is admitted while the load with it stays within
+``max_load`` (1.0: every core), so streams already playing are never starved by one that arrives later.
+A stream whose cost is not known yet is booked at ``1 / max_streams``. ``max_streams`` stays as the
+operator's ceiling on the number of streams whatever they cost, and the first stream is always admitted.
+
+A stream that does not fit waits in a bounded FIFO queue for at most ``queue_timeout_s`` (that wait counts
+against its first audio), or is refused at once with :class:`Overloaded` when the queue is full or
+``max_queue`` is 0. Refusals never touch the engines.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from collections.abc import AsyncIterator, Callable
 
 from voxserve.errors import Overloaded, ShuttingDown
 
+_EPS = 1e-9
+
 
 class Admission:
     def __init__(
@@ -21,13 +30,16 @@ class Admission:
         max_streams: int,
         max_queue: int,
         queue_timeout_s: float = 30.0,
-        on_change: Callable[[int, int], None] | None = None,
+        on_change: Callable[[int, int, float], None] | None = None,
+        max_load: float = 1.0,
     ) -> None:
         self.max_streams = max_streams
         self.max_queue = max_queue
         self.queue_timeout_s = queue_timeout_s
+        self.max_load = max_load
         self._active = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._load = 0.0
+        self._waiters: deque[tuple[asyncio.Future[None], float]] = deque()
         self._draining = False
         self._idle = asyncio.Event()
         self._idle.set()
@@ -42,14 +54,29 @@ class Admission:
         return len(self._waiters)
 
     @property
+    def load(self) -> float:
+        """The booked shares of the streams running now: 1.0 is every core kept busy."""
+        return max(0.0, self._load)
+
+    @property
     def draining(self) -> bool:
         return self._draining
+
+    def share(self, share: float | None) -> float:
+        """The share a stream is booked with: its learned one, else an equal part of ``max_streams``."""
+        return share if share is not None and share > 0 else 1.0 / self.max_streams
+
+    def fits(self, share: float | None = None) -> bool:
+        """Whether a stream of ``share`` could start now without taking the load past ``max_load``."""
+        if self._active >= self.max_streams:
+            return False
+        return self._active == 0 or self._load + self.share(share) <= self.max_load + _EPS
 
     def start_draining(self) -> None:
         """Refuse new streams from now on; waiting requests are refused too."""
         self._draining = True
         while self._waiters:
-            waiter = self._waiters.popleft()
+            waiter, _ = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_exception(ShuttingDown("server is shutting down", retry_after_s=5.0))
         self._changed()
@@ -57,57 +84,75 @@ class Admission:
     async def wait_idle(self) -> None:
         await self._idle.wait()
 
-    async def acquire(self) -> None:
+    async def acquire(self, share: float | None = None) -> float:
+        """Book a stream of ``share`` (see :meth:`share`); returns what :meth:`release` must be given."""
+        booked = self.share(share)
         if self._draining:
             raise ShuttingDown("server is shutting down", retry_after_s=5.0)
-        if self._active < self.max_streams and not self._waiters:
-            self._take()
-            return
+        if not self._waiters and self.fits(booked):
+            self._take(booked)
+            return booked
         if len(self._waiters) >= self.max_queue:
             raise Overloaded(
-                f"server at capacity ({self._active} streams, {len(self._waiters)} queued); retry shortly",
+                f"server at capacity ({self._active} streams, load {self.load:.2f}, {len(self._waiters)} queued); "
+                "retry shortly or use another replica",
                 retry_after_s=1.0,
             )
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        entry = (waiter, booked)
+        self._waiters.append(entry)
         self._changed()
         try:
             await asyncio.wait_for(asyncio.shield(waiter), self.queue_timeout_s)
         except BaseException as exc:
-            if waiter in self._waiters:
-                self._waiters.remove(waiter)
+            if entry in self._waiters:
+                self._waiters.remove(entry)
                 self._changed()
             elif waiter.done() and not waiter.cancelled() and waiter.exception() is None:
-                self.release()  # a slot was handed over just as we gave up: pass it on
+                self.release(booked)  # admitted just as we gave up: pass the room on
             if isinstance(exc, asyncio.TimeoutError):
-                raise Overloaded("timed out waiting for a free stream; retry shortly", retry_after_s=1.0) from None
+                raise Overloaded("timed out waiting for capacity; retry shortly", retry_after_s=1.0) from None
             raise
+        return booked
 
-    def release(self) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)  # hand the slot over directly; _active is unchanged
-                self._changed()
-                return
+    def release(self, share: float | None = None) -> None:
+        """End a stream booked with ``share`` (what :meth:`acquire` returned) and admit waiters that now fit."""
         self._active -= 1
+        self._load -= self.share(share)
+        if self._active == 0:
+            self._load = 0.0  # no drift from float sums
+        self._admit_waiters()
         if self._active == 0:
             self._idle.set()
         self._changed()
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        await self.acquire()
+    async def slot(self, share: float | None = None) -> AsyncIterator[None]:
+        booked = await self.acquire(share)
         try:
             yield
         finally:
-            self.release()
+            self.release(booked)
 
-    def _take(self) -> None:
+    def _admit_waiters(self) -> None:
+        """Admit waiting streams in order while the first one fits (FIFO: no one is overtaken)."""
+        while self._waiters:
+            waiter, booked = self._waiters[0]
+            if waiter.done():
+                self._waiters.popleft()
+                continue
+            if not self.fits(booked):
+                return
+            self._waiters.popleft()
+            self._take(booked)
+            waiter.set_result(None)
+
+    def _take(self, booked: float) -> None:
         self._active += 1
+        self._load += booked
         self._idle.clear()
         self._changed()
 
     def _changed(self) -> None:
         if self._on_change is not None:
-            self._on_change(self._active, len(self._waiters))
+            self._on_change(self._active, len(self._waiters), self.load)

@@ -13,13 +13,14 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute, APIRouter
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, http_status
+from voxserve.errors import InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, http_status
+from voxserve.server import audit, logsafe, openapi
 from voxserve.server.http_routes import router
 from voxserve.server.metrics import Metrics
 from voxserve.server.runtime_api import RuntimeLike
@@ -38,6 +39,8 @@ def _error_response(exc: BaseException) -> JSONResponse:
     headers = {}
     if isinstance(exc, VoxError) and exc.retry_after_s is not None:
         headers["Retry-After"] = str(max(1, round(exc.retry_after_s)))
+    if isinstance(exc, Unauthorized):
+        headers["WWW-Authenticate"] = 'Bearer realm="voxserve"'  # RFC 9110: a 401 names its scheme
     return JSONResponse(error_body(exc), status_code=http_status(exc), headers=headers)
 
 
@@ -70,14 +73,22 @@ async def _on_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def _refuse_other_methods(app: FastAPI, api: APIRouter) -> None:
-    """Answer 405 with ``Allow`` for another method on an API path. Without this, a GET of a POST-only
-    path (``GET /v1/audio/speech``) falls through to the playground's files and reads as a 404."""
+    """Answer every method on an API path: HEAD like GET, OPTIONS with 204 and ``Allow``, others 405
+    with ``Allow``. Without this, they fall through to the playground's files (``GET
+    /v1/audio/speech`` a 404, ``OPTIONS`` a 405 allowing only ``GET, HEAD``)."""
     for path in sorted(_ROUTES):
-        allowed = {m for r in api.routes if isinstance(r, APIRoute) and r.path == path for m in r.methods or ()}
+        routes = [r for r in api.routes if isinstance(r, APIRoute) and r.path == path]
+        allowed = {m for r in routes for m in r.methods or ()}
+        for route in routes:
+            if "GET" in (route.methods or ()) and "HEAD" not in allowed:
+                app.add_api_route(path, route.endpoint, methods=["HEAD"], include_in_schema=False)
+        if "GET" in allowed:
+            allowed.add("HEAD")
+        allow = ", ".join(sorted(allowed | {"OPTIONS"}))
+        app.add_api_route(path, _options(allow), methods=["OPTIONS"], include_in_schema=False)
         refused = sorted({"GET", "POST", "PUT", "PATCH", "DELETE"} - allowed)
-        if not allowed or not refused:
-            continue
-        app.add_api_route(path, _refusal(", ".join(sorted(allowed))), methods=refused, include_in_schema=False)
+        if refused:
+            app.add_api_route(path, _refusal(allow), methods=refused, include_in_schema=False)
 
 
 def _refusal(allow: str) -> Callable[[], Awaitable[None]]:
@@ -85,6 +96,13 @@ def _refusal(allow: str) -> Callable[[], Awaitable[None]]:
         raise StarletteHTTPException(405, "Method Not Allowed", headers={"Allow": allow})
 
     return refuse
+
+
+def _options(allow: str) -> Callable[[], Awaitable[Response]]:
+    async def options() -> Response:
+        return Response(status_code=204, headers={"Allow": allow})
+
+    return options
 
 
 class AccessLog:
@@ -173,6 +191,8 @@ class BodyLimit:
 def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state: ServerState | None = None) -> FastAPI:
     """Build the app. ``runtime`` defaults to ``voxserve.runtime.Runtime(settings)``; loading starts with the app."""
     vox = state or ServerState.build(settings, runtime)
+    logsafe.install(settings.api_keys)
+    audit.open_file(settings.audit_log_file)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -199,6 +219,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
     app.include_router(router)
     app.include_router(ws_router)
     _refuse_other_methods(app, router)
+    openapi.install(app, settings)
     # the browser playground (static files shipped in the package), after the API routes
     app.mount("/", StaticFiles(directory=Path(__file__).resolve().parent.parent / "web", html=True), name="playground")
     app.add_exception_handler(VoxError, _on_error)

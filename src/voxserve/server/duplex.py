@@ -11,8 +11,9 @@ import asyncio
 import contextlib
 import itertools
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput
 from voxserve.server.ratelimit import TokenBuckets
@@ -21,29 +22,33 @@ from voxserve.server.turn import Turn
 
 
 # --- client → server ------------------------------------------------------------------
+# ``context_id`` is read by protocol 2 only (:mod:`.contexts`); protocol 1 ignores it.
 @dataclass(frozen=True)
 class Config:
     request: SpeechRequest
+    protocol: int | None = None  # chosen by the connection's first message; None: 1
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Text:
     text: str
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Flush:
-    pass
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Close:
-    pass
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Cancel:
-    pass
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,28 +67,34 @@ ClientMessage = Config | Text | Flush | Close | Cancel | Ping | Invalid
 
 
 # --- server → client ------------------------------------------------------------------
+# ``context_id`` is set on protocol 2 connections only.
 @dataclass(frozen=True)
 class Ready:
     session_id: str
     sample_rate: int
     format: str
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Chunk:
     chunk: EncodedChunk
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Done:
     utterance: int
     summary: UtteranceSummary
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Error:
     code: str
     message: str
+    context_id: str | None = None
+    retry_after_s: float | None = None  # busy or restarting: when to try again
 
 
 @dataclass(frozen=True)
@@ -144,6 +155,8 @@ class DuplexStream:
         if isinstance(message, Ping):
             await self._events.put(Pong())
         elif isinstance(message, Config):
+            if message.protocol not in (None, 1):
+                raise InvalidInput("the protocol is chosen by a connection's first message; this one speaks 1")
             await self._configure(message.request)
         elif isinstance(message, Text):
             await asyncio.sleep(self._fragments.wait("text"))
@@ -174,17 +187,9 @@ class DuplexStream:
     async def events(self, watch: asyncio.Task[None] | None = None) -> AsyncIterator[ServerEvent]:
         """Server events in order. If ``watch`` (e.g. the task reading client messages) fails, re-raise."""
         while True:
-            getter = asyncio.ensure_future(self._events.get())
-            waiting: set[asyncio.Future[object]] = {getter, self._pump}  # type: ignore[arg-type]
-            if watch is not None:
-                waiting.add(watch)  # type: ignore[arg-type]
-            try:
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if not getter.done():
-                    getter.cancel()
-            if getter not in done:
-                if watch is not None and watch in done:
+            got, event, finished = await next_item(self._events, self._pump, watch)
+            if not got:
+                if watch is not None and watch in finished:
                     watch.result()  # raises what stopped the reader
                     watch = None
                     continue
@@ -192,10 +197,9 @@ class DuplexStream:
                     self._pump.result()  # re-raise what stopped the pump
                     return
                 continue
-            event = getter.result()
             if event is _END:
                 return
-            yield event  # type: ignore[misc]
+            yield event
 
     async def aclose(self) -> None:
         """Cancel everything still running (client gone or connection failed)."""
@@ -251,18 +255,49 @@ class DuplexStream:
             await self._events.put(Done(number, item.summary()))
 
     async def _speak(self, turn: Turn) -> None:
-        """Synthesize one utterance while holding a stream slot; its chunks go to the events."""
-        await turn.wait_for_text()
-        if turn.cancelled or not turn.has_text:
+        async def emit(chunk: EncodedChunk) -> None:
+            await self._events.put(Chunk(chunk))
+
+        await speak(self._service, turn, self._transport, self._client, emit)
+
+
+async def next_item(
+    queue: asyncio.Queue[Any], *watched: asyncio.Future[Any] | None
+) -> tuple[bool, Any, set[asyncio.Future[Any]]]:
+    """The next item of ``queue``, unless a ``watched`` task finishes first: (got one, the item, the
+    watched tasks that finished)."""
+    getter = asyncio.ensure_future(queue.get())
+    waiting = {getter, *(task for task in watched if task is not None)}
+    try:
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not getter.done():
+            getter.cancel()
+    if getter in done:
+        return True, getter.result(), done - {getter}
+    return False, None, done
+
+
+async def speak(
+    service: SpeechService,
+    turn: Turn,
+    transport: str,
+    client: str,
+    emit: Callable[[EncodedChunk], Awaitable[None]],
+) -> None:
+    """Synthesize one utterance while booked with admission (its share of the machine); each chunk goes
+    to ``emit``. The booking is made only once the turn has text: an utterance still waiting costs nothing."""
+    await turn.wait_for_text()
+    if turn.cancelled or not turn.has_text:
+        return
+    admission = service.admission
+    booked = await admission.acquire(service.share(turn.request))  # Overloaded (full or draining): raised
+    try:
+        if turn.cancelled:
             return
-        admission = self._service.admission
-        await admission.acquire()  # Overloaded (server full or draining) ends the connection
-        try:
-            if turn.cancelled:
-                return
-            utterance = self._service.open(turn.request, self._transport, self._client)
-            turn.start(utterance)
-            async for chunk in utterance.chunks():
-                await self._events.put(Chunk(chunk))
-        finally:
-            admission.release()
+        utterance = service.open(turn.request, transport, client)
+        turn.start(utterance)
+        async for chunk in utterance.chunks():
+            await emit(chunk)
+    finally:
+        admission.release(booked)

@@ -17,14 +17,16 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from voxserve.errors import ClientTooSlow, VoxError, error_body, grpc_status_name
+from voxserve.errors import ClientTooSlow, InvalidInput, VoxError, error_body, grpc_status_name
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
+from voxserve.server.contexts import open_stream
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from voxserve.server.proxies import client_address
-from voxserve.server.service import EncodedChunk, SpeechRequest
+from voxserve.server.service import EncodedChunk, SpeechRequest, UtteranceSummary
 from voxserve.server.state import ServerState
+from voxserve.text.lexicon import parse_entries
 
 log = logging.getLogger("voxserve.server")
 _SERVICE = "voxserve.v1.VoxServe"
@@ -139,7 +141,11 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
 
 
 def _request(msg: pb.SynthesizeRequest | pb.StreamConfig) -> SpeechRequest:
+    entries = [
+        {field.name: value for field, value in entry.ListFields()} for entry in msg.lexicon
+    ]  # absent fields stay absent, as in JSON
     return SpeechRequest(
+        lexicon=parse_entries(entries),
         voice=msg.voice or None,
         text=getattr(msg, "text", ""),
         lang=msg.lang if msg.HasField("lang") else None,
@@ -147,11 +153,15 @@ def _request(msg: pb.SynthesizeRequest | pb.StreamConfig) -> SpeechRequest:
         format=msg.format or "pcm",
         sample_rate=msg.sample_rate if msg.HasField("sample_rate") else None,
         word_timings=msg.word_timings,
+        input_format=getattr(msg, "input_format", "") or None,
     )
 
 
 def _words(chunk: EncodedChunk) -> list[pb.WordTiming]:
-    return [pb.WordTiming(word=w.word, start_s=w.start_s, end_s=w.end_s) for w in chunk.words]
+    return [
+        pb.WordTiming(word=w.word, start_s=w.start_s, end_s=w.end_s, char_start=w.char_start, char_end=w.char_end)
+        for w in chunk.words
+    ]
 
 
 def _chunk(chunk: EncodedChunk) -> pb.AudioChunk:
@@ -167,22 +177,32 @@ def _chunk(chunk: EncodedChunk) -> pb.AudioChunk:
 
 def _client_message(msg: pb.StreamRequest) -> dx.ClientMessage:
     kind = msg.WhichOneof("kind")
+    context = msg.context_id or None
     if kind == "config":
-        return dx.Config(_request(msg.config))
+        try:
+            return dx.Config(_request(msg.config), msg.config.protocol or None, context)
+        except InvalidInput as exc:
+            return dx.Invalid(exc)
     if kind == "text":
-        return dx.Text(msg.text.text)
+        return dx.Text(msg.text.text, context)
     simple: dict[str | None, dx.ClientMessage] = {
-        "flush": dx.Flush(),
-        "close": dx.Close(),
-        "cancel": dx.Cancel(),
+        "flush": dx.Flush(context),
+        "close": dx.Close(context),
+        "cancel": dx.Cancel(context),
         "ping": dx.Ping(),
     }
-    from voxserve.errors import InvalidInput
-
     return simple.get(kind) or dx.Invalid(InvalidInput("empty StreamRequest"))
 
 
 def _server_event(event: dx.ServerEvent) -> pb.StreamResponse:
+    response = _event_message(event)
+    context = getattr(event, "context_id", None)
+    if context is not None:
+        response.context_id = context
+    return response
+
+
+def _event_message(event: dx.ServerEvent) -> pb.StreamResponse:
     if isinstance(event, dx.Chunk):
         return pb.StreamResponse(chunk=_chunk(event.chunk))
     if isinstance(event, dx.Done):
@@ -195,6 +215,8 @@ def _server_event(event: dx.ServerEvent) -> pb.StreamResponse:
                 ttfa_ms=s.ttfa_ms or 0.0,
                 rtf=s.rtf or 0.0,
                 cancelled=s.cancelled,
+                stall_s=s.stall_s,
+                stalls=s.stalls,
             )
         )
     if isinstance(event, dx.Ready):
@@ -204,6 +226,11 @@ def _server_event(event: dx.ServerEvent) -> pb.StreamResponse:
     if isinstance(event, dx.Error):
         return pb.StreamResponse(error=pb.StreamError(code=event.code, message=event.message))
     return pb.StreamResponse(pong=pb.Pong())
+
+
+def _stall_trailer(summary: UtteranceSummary) -> tuple[tuple[str, str], ...]:
+    """The listener's underrun seconds and count, for unary and server-streaming calls (trailing metadata)."""
+    return (("voxserve-stall-s", f"{summary.stall_s:.3f}"), ("voxserve-stalls", str(summary.stalls)))
 
 
 class VoxServeServicer(pb_grpc.VoxServeServicer):
@@ -217,7 +244,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         # one message holds the whole file: a FLAC one with its length in the header, as libsndfile needs
         whole = replace(_request(request), whole_file=request.format.lower() == "flac")
         req = service.validate(whole, needs_text=True)
-        async with self._state.admission.slot():
+        async with self._state.admission.slot(service.share(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             parts: list[bytes] = []
             words: list[pb.WordTiming] = []
@@ -225,6 +252,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
                 parts.append(chunk.audio)
                 words.extend(_words(chunk))
         summary = utterance.summary()
+        context.set_trailing_metadata(_stall_trailer(summary))
         return pb.SynthesizeResponse(
             audio=b"".join(parts),
             format=req.format,
@@ -238,19 +266,25 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     ) -> AsyncIterator[pb.AudioChunk]:
         service = self._state.service
         req = service.validate(_request(request), needs_text=True)
-        async with self._state.admission.slot():
+        async with self._state.admission.slot(service.share(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             async for chunk in utterance.chunks():
                 yield _chunk(chunk)
+        context.set_trailing_metadata(_stall_trailer(utterance.summary()))
 
     async def StreamingSynthesize(
         self, request_iterator: AsyncIterator[pb.StreamRequest], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.StreamResponse]:
-        # a stream slot per utterance, not per call
-        stream = dx.DuplexStream(self._state.service, "grpc", _client(context, self._state))
+        messages = aiter(request_iterator)
+        first = await anext(messages, None)  # chooses the protocol
+        if first is None:
+            return
+        # a stream slot per utterance (context), not per call
+        stream = open_stream(self._state.service, "grpc", _client(context, self._state), _client_message(first))
 
         async def read() -> None:
-            async for message in request_iterator:
+            await stream.handle(_client_message(first))
+            async for message in messages:
                 await stream.handle(_client_message(message))
             await stream.end_input()
 

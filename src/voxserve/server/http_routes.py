@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -19,8 +19,10 @@ from starlette.types import Message, Receive, Scope, Send
 from voxserve.errors import ClientTooSlow, InvalidInput, VoxError
 from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
-from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance
+from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance, word_json
 from voxserve.server.state import ServerState
+from voxserve.text.lexicon import parse_entries
+from voxserve.types import WordTiming
 
 log = logging.getLogger("voxserve.server")
 # OpenAI voice names map to the server's default voice unless a voice of that name exists.
@@ -44,6 +46,8 @@ class SpeechBody(BaseModel):
     lang: str | None = None
     sample_rate: int | None = None
     timestamps: bool = Field(default=False, description="Word timings in SSE delta events.")
+    lexicon: list[Any] | None = Field(default=None, description="Pronunciation entries (docs/protocol.md).")
+    input_format: str | None = Field(default=None, description="text or ssml (default: ssml if it starts <speak>)")
 
 
 def state_of(request: Request) -> ServerState:
@@ -55,7 +59,7 @@ def client_ip(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
-def authorize(request: Request) -> Principal:
+async def authorize(request: Request) -> Principal:
     state = state_of(request)
     return state.service.authorize(bearer_token(request.headers.get("authorization")), client_ip(request))
 
@@ -63,10 +67,13 @@ def authorize(request: Request) -> Principal:
 class AudioStreamResponse(StreamingResponse):
     """Chunked audio that always frees its session and stream slot, even if the client leaves early."""
 
-    def __init__(self, body: AsyncIterator[bytes], utterance: Utterance, state: ServerState, **kwargs: object) -> None:
+    def __init__(
+        self, body: AsyncIterator[bytes], utterance: Utterance, state: ServerState, booked: float, **kwargs: object
+    ) -> None:
         super().__init__(body, **kwargs)  # type: ignore[arg-type]
         self._utterance = utterance
         self._state = state
+        self._booked = booked  # the stream's share of the machine, given back when the response ends
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         stall = self._state.settings.client_stall_s
@@ -86,7 +93,7 @@ class AudioStreamResponse(StreamingResponse):
             if not self._utterance.finished:
                 self._utterance.cancel()
             self._state.service.forget(self._utterance)
-            self._state.admission.release()
+            self._state.admission.release(self._booked)
 
 
 router = APIRouter()
@@ -111,15 +118,17 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
             format=body.response_format,
             sample_rate=rate,
             word_timings=body.timestamps,
+            lexicon=parse_entries(body.lexicon),
+            input_format=body.input_format,
             # a streamed FLAC header can't hold the length, and libsndfile (soundfile) refuses such files:
             # FLAC comes whole, once made (faster than real time: the text is all there), also in SSE
             whole_file=body.response_format.lower() == "flac",
         ),
         needs_text=True,
     )
-    await state.admission.acquire()
+    booked = await state.admission.acquire(service.share(req))
     with contextlib.ExitStack() as undo:
-        undo.callback(state.admission.release)
+        undo.callback(state.admission.release, booked)
         utterance = service.speak(req, "http", client_ip(request))
         undo.callback(utterance.cancel)
         # Wait for the first chunk before answering: what fails before any audio (text with nothing to
@@ -131,9 +140,11 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
     stream = _prepend(first, chunks)
     if body.stream_format == "sse":
         return AudioStreamResponse(
-            _sse(utterance, stream), utterance, state, media_type="text/event-stream", headers=headers
+            _sse(utterance, stream), utterance, state, booked, media_type="text/event-stream", headers=headers
         )
-    return AudioStreamResponse(_audio(stream), utterance, state, media_type=utterance.content_type, headers=headers)
+    return AudioStreamResponse(
+        _audio(stream), utterance, state, booked, media_type=utterance.content_type, headers=headers
+    )
 
 
 def _voice_for_model(service: SpeechService, model: str, voice: str | None) -> str | None:
@@ -169,10 +180,18 @@ async def _audio(chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
 
 
 async def _sse(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
+    """One ``speech.audio.delta`` per chunk with audio; the last has ``final: true``. A chunk without
+    bytes (a whole-file FLAC is all in the last one) sends nothing: its words go with the next delta."""
+    words: list[WordTiming] = []
     async for chunk in chunks:
+        words.extend(chunk.words)
+        if not chunk.audio and not chunk.final:
+            continue
         event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk.audio).decode()}
         if utterance.request.word_timings:
-            event["words"] = [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in chunk.words]
+            event["words"] = [word_json(w) for w in words]
+        event["final"] = chunk.final
+        words = []
         yield _sse_line(event)
     summary = utterance.summary()
     chars = len(utterance.request.text)
@@ -182,6 +201,7 @@ async def _sse(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) -> Asy
             "usage": {"input_tokens": chars, "output_tokens": 0, "total_tokens": chars},
             "audio_s": round(summary.audio_s, 3),
             "ttfa_ms": summary.ttfa_ms,
+            "stall_s": round(summary.stall_s, 3),
         }
     )
 
@@ -218,11 +238,17 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> Response:
-    lifecycle = state_of(request).lifecycle
-    body: dict[str, object] = {"status": lifecycle.phase.value}
+    """200 while this replica takes new streams; 503 while loading, draining, failed, or full (another
+    stream of the default voice would not fit its capacity), so a balancer sends new callers elsewhere."""
+    state = state_of(request)
+    lifecycle, admission = state.lifecycle, state.admission
+    body: dict[str, object] = {"status": lifecycle.phase.value, "load": round(admission.load, 3)}
     if lifecycle.error:
         body["error"] = lifecycle.error
-    return JSONResponse(body, status_code=200 if lifecycle.ready else 503)
+    ready = lifecycle.ready
+    if ready and not admission.fits(state.service.share(SpeechRequest())):
+        body["status"], ready = "full", False
+    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 @router.get("/metrics")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import psutil
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -18,6 +19,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from voxserve.types import SchedulerStats
 
 _TTFA_BUCKETS = (0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+_STALL_BUCKETS = (0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 _RTF_BUCKETS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
 _LABELS = ("engine", "voice", "transport")
 
@@ -44,8 +46,26 @@ class Metrics:
             ("transport", "route", "status"),
             registry=r,
         )
+        self.stalled_streams = Counter(
+            "voxserve_stalled_streams",
+            "Streams whose listener, playing from the first audio in real time, ran out of audio at least once.",
+            ("engine", "transport"),
+            registry=r,
+        )
+        self.stall_seconds = Histogram(
+            "voxserve_stall_seconds",
+            "Seconds each stream's listener would have waited after its first audio (0 for most).",
+            ("engine", "transport"),
+            buckets=_STALL_BUCKETS,
+            registry=r,
+        )
         self.active_streams = Gauge("voxserve_active_streams", "Synthesis streams running now.", registry=r)
         self.queue_depth = Gauge("voxserve_queue_depth", "Requests waiting for a stream slot.", registry=r)
+        self.load = Gauge(
+            "voxserve_load",
+            "Streams' predicted demand against this machine's measured capacity (1 = every core busy).",
+            registry=r,
+        )
         self.audio_seconds = Counter(
             "voxserve_audio_seconds", "Seconds of audio produced.", ("engine", "voice", "transport"), registry=r
         )
@@ -53,23 +73,38 @@ class Metrics:
         self.ready = Gauge("voxserve_ready", "1 when models are loaded and the server accepts work.", registry=r)
         # process_resident_memory_bytes, process_cpu_seconds_total, open fds … (Linux /proc).
         ProcessCollector(registry=r)
+        # OS threads of the process (ONNX Runtime's pools included): the soak watches it for leaks
+        threads = Gauge("voxserve_threads", "Threads of the server process.", registry=r)
+        threads.set_function(lambda: psutil.Process().num_threads())
 
     def watch_scheduler(self, read: Callable[[], SchedulerStats]) -> None:
         """Export the worker pool's state, read at each scrape."""
         self.registry.register(_SchedulerCollector(read))
 
-    def on_admission(self, active: int, queued: int) -> None:
+    def on_admission(self, active: int, queued: int, load: float) -> None:
         self.active_streams.set(active)
         self.queue_depth.set(queued)
+        self.load.set(load)
 
     def observe_stream(
-        self, engine: str, voice: str, transport: str, ttfa_s: float | None, audio_s: float, compute_s: float
+        self,
+        engine: str,
+        voice: str,
+        transport: str,
+        ttfa_s: float | None,
+        audio_s: float,
+        compute_s: float,
+        stall_s: float = 0.0,
     ) -> None:
         if ttfa_s is not None:
             self.ttfa.labels(engine, voice, transport).observe(ttfa_s)
         if audio_s > 0:
             self.rtf.labels(engine, voice, transport).observe(compute_s / audio_s)
             self.audio_seconds.labels(engine, voice, transport).inc(audio_s)
+            self.stall_seconds.labels(engine, transport).observe(stall_s)
+            stalled = self.stalled_streams.labels(engine, transport)  # 0 until the first stall, not absent
+            if stall_s > 0:
+                stalled.inc()
 
     def count(self, transport: str, route: str, status: str | int) -> None:
         self.requests.labels(transport, route, str(status)).inc()

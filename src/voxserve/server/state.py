@@ -45,6 +45,7 @@ class ServerState:
             settings.max_queue,
             queue_timeout_s=settings.queue_timeout_s,
             on_change=metrics.on_admission,
+            max_load=settings.max_load,
         )
         service = SpeechService(
             settings,

@@ -14,14 +14,18 @@ import logging
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from voxserve.errors import InputTooLarge, InvalidInput, VoxError, error_body, ws_close_code
+from voxserve.errors import IdleTimeout, InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, ws_close_code
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
-from voxserve.server.service import SpeechRequest
+from voxserve.server.contexts import ContextStream, open_stream
+from voxserve.server.service import SpeechRequest, word_json
 from voxserve.server.state import ServerState
+from voxserve.settings import Settings
+from voxserve.text.lexicon import parse_entries
 
 log = logging.getLogger("voxserve.server")
 ws_router = APIRouter()
+Stream = dx.DuplexStream | ContextStream
 
 
 def parse_message(raw: str) -> dx.ClientMessage:
@@ -37,13 +41,17 @@ def parse_message(raw: str) -> dx.ClientMessage:
         return dx.Invalid(
             InvalidInput("message needs a string field 'type' (config, text, flush, close, cancel, ping)")
         )
+    context = data.get("context_id")
+    if context is not None and (not isinstance(context, str) or not context or len(context) > 128):
+        return dx.Invalid(InvalidInput("'context_id' must be a non-empty string of at most 128 characters"))
     if kind == "text":
         text = data.get("text")
         if not isinstance(text, str):
             return dx.Invalid(InvalidInput("'text' message needs a string field 'text'"))
-        return dx.Text(text)
+        return dx.Text(text, context)
     if kind == "config":
         try:
+            protocol = _opt_int(data, "protocol")
             request = SpeechRequest(
                 voice=_opt_str(data, "voice"),
                 lang=_opt_str(data, "lang"),
@@ -51,14 +59,17 @@ def parse_message(raw: str) -> dx.ClientMessage:
                 format=str(data.get("format", "pcm")),
                 sample_rate=_opt_int(data, "sample_rate"),
                 word_timings=_opt_bool(data, "word_timings"),
+                lexicon=parse_entries(data.get("lexicon")),
             )
+        except InvalidInput as exc:
+            return dx.Invalid(exc)
         except (TypeError, ValueError) as exc:
             return dx.Invalid(InvalidInput(f"bad config field: {exc}"))
-        return dx.Config(request)
+        return dx.Config(request, protocol, context)
     simple: dict[str, dx.ClientMessage] = {
-        "flush": dx.Flush(),
-        "close": dx.Close(),
-        "cancel": dx.Cancel(),
+        "flush": dx.Flush(context),
+        "close": dx.Close(context),
+        "cancel": dx.Cancel(context),
         "ping": dx.Ping(),
     }
     if kind in simple:
@@ -92,6 +103,14 @@ def _opt_int(data: dict[str, object], key: str) -> int | None:
 
 
 def event_json(event: dx.ServerEvent) -> dict[str, object]:
+    body = _event_body(event)
+    context = getattr(event, "context_id", None)
+    if context is not None:
+        body["context_id"] = context
+    return body
+
+
+def _event_body(event: dx.ServerEvent) -> dict[str, object]:
     if isinstance(event, dx.Chunk):
         c = event.chunk
         return {
@@ -100,7 +119,8 @@ def event_json(event: dx.ServerEvent) -> dict[str, object]:
             "offset_s": round(c.offset_s, 4),
             "duration_s": round(c.duration_s, 4),
             "bytes": len(c.audio),
-            "words": [{"word": w.word, "start_s": w.start_s, "end_s": w.end_s} for w in c.words],
+            "words": [word_json(w) for w in c.words],
+            "final": c.final,
         }
     if isinstance(event, dx.Done):
         s = event.summary
@@ -112,6 +132,8 @@ def event_json(event: dx.ServerEvent) -> dict[str, object]:
             "ttfa_ms": None if s.ttfa_ms is None else round(s.ttfa_ms, 1),
             "rtf": None if s.rtf is None else round(s.rtf, 4),
             "cancelled": s.cancelled,
+            "stall_s": round(s.stall_s, 3),
+            "stalls": s.stalls,
         }
     if isinstance(event, dx.Ready):
         return {
@@ -121,7 +143,10 @@ def event_json(event: dx.ServerEvent) -> dict[str, object]:
             "format": event.format,
         }
     if isinstance(event, dx.Error):
-        return {"type": "error", "code": event.code, "message": event.message}
+        error: dict[str, object] = {"type": "error", "code": event.code, "message": event.message}
+        if event.retry_after_s is not None:
+            error["retry_after_s"] = event.retry_after_s
+        return error
     return {"type": "pong"}
 
 
@@ -148,8 +173,13 @@ async def _close_with(websocket: WebSocket, exc: Exception) -> None:
         log.error("websocket closed on an unexpected error", exc_info=exc)
     if websocket.client_state is WebSocketState.CONNECTED:
         with contextlib.suppress(Exception):
-            await websocket.send_text(json.dumps({"type": "error", "code": body["code"], "message": body["message"]}))
+            error = event_json(dx.Error(str(body["code"]), str(body["message"]), None, _retry_after(exc)))
+            await websocket.send_text(json.dumps(error))
             await websocket.close(code=ws_close_code(exc), reason=str(body["message"])[:120])
+
+
+def _retry_after(exc: Exception) -> float | None:
+    return exc.retry_after_s if isinstance(exc, VoxError) else None
 
 
 async def _serve(websocket: WebSocket, state: ServerState) -> None:
@@ -160,15 +190,21 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     token = bearer_token(websocket.headers.get("authorization")) or query.get("api_key") or query.get("token")
     first: dx.ClientMessage | None = None
     if service.authenticator.enabled and not token:
-        raw = await _receive_text(websocket, settings.max_ws_message_bytes)
-        first = raw if isinstance(raw, dx.Invalid) else parse_message(raw)
+        try:
+            raw, first = await _first_message(websocket, settings)
+        except IdleTimeout:
+            raise Unauthorized(f"no credentials within {settings.ws_first_message_s:g} s of connecting") from None
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             token = json.loads(raw).get("api_key")  # type: ignore[arg-type]
     service.authorize(token, client)
-    stream = dx.DuplexStream(service, "ws", client)  # takes a stream slot per utterance, not per connection
+    if first is None:  # the first message chooses the protocol (the server sends nothing before it)
+        _, first = await _first_message(websocket, settings)
+    # a stream slot is taken per utterance (context), not per connection
+    stream = open_stream(service, "ws", client, first)
     try:
-        reader = asyncio.create_task(_read(websocket, stream, first, settings.max_ws_message_bytes))
-        writer = asyncio.create_task(_write(websocket, stream))
+        sent = [asyncio.get_running_loop().time()]  # when the writer last sent an event
+        reader = asyncio.create_task(_read(websocket, stream, first, settings, sent))
+        writer = asyncio.create_task(_write(websocket, stream, sent))
         done, pending = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
             task.cancel()
@@ -193,16 +229,47 @@ async def _receive_text(websocket: WebSocket, limit: int) -> str | dx.Invalid:
     return str(text)
 
 
-async def _read(websocket: WebSocket, stream: dx.DuplexStream, first: dx.ClientMessage | None, limit: int) -> None:
-    if first is not None:
-        await stream.handle(first)
+async def _first_message(websocket: WebSocket, settings: Settings) -> tuple[str | dx.Invalid, dx.ClientMessage]:
+    """The connection's first message (it chooses the protocol), due within ``ws_first_message_s``."""
+    raw = await _receive_idle(websocket, settings, [0.0], first=True)
+    return raw, raw if isinstance(raw, dx.Invalid) else parse_message(raw)
+
+
+async def _read(
+    websocket: WebSocket, stream: Stream, first: dx.ClientMessage, settings: Settings, sent: list[float]
+) -> None:
+    await stream.handle(first)
     while True:
-        raw = await _receive_text(websocket, limit)
+        raw = await _receive_idle(websocket, settings, sent, first=False)
         await stream.handle(raw if isinstance(raw, dx.Invalid) else parse_message(raw))
 
 
-async def _write(websocket: WebSocket, stream: dx.DuplexStream) -> None:
+async def _receive_idle(
+    websocket: WebSocket, settings: Settings, sent: list[float], *, first: bool
+) -> str | dx.Invalid:
+    """The next message. The first must come within ``ws_first_message_s``; later, a connection may be
+    silent both ways (no message in, no event out) for ``ws_idle_timeout_s`` (0 = for ever).
+    ``sent[0]`` is when the writer last sent an event."""
+    loop = asyncio.get_running_loop()
+    receiving = asyncio.ensure_future(_receive_text(websocket, settings.max_ws_message_bytes))
+    wait = settings.ws_first_message_s if first else settings.ws_idle_timeout_s
+    since = loop.time()
+    try:
+        while True:
+            left = None if not wait else wait - (loop.time() - (since if first else max(since, sent[0])))
+            done, _ = await asyncio.wait({receiving}, timeout=None if left is None else max(0.0, left))
+            if done:
+                return receiving.result()
+            if left is not None and left <= 0:
+                what = "no message" if first else "nothing sent or received"
+                raise IdleTimeout(f"{what} for {wait:g} s; the idle connection is closed")
+    finally:
+        receiving.cancel()
+
+
+async def _write(websocket: WebSocket, stream: Stream, sent: list[float]) -> None:
     async for event in stream.events():
+        sent[0] = asyncio.get_running_loop().time()
         await websocket.send_text(json.dumps(event_json(event)))
         if isinstance(event, dx.Chunk):
             await websocket.send_bytes(event.chunk.audio)

@@ -142,6 +142,12 @@ class WorkerPool:
                 self._streams -= 1
 
     @property
+    def streams(self) -> int:
+        """Streams producing audio now (inside :meth:`streaming`)."""
+        with self._cond:
+            return self._streams
+
+    @property
     def load(self) -> float:
         """Streams producing audio per worker thread, at least 1: how many ways each worker is shared.
 

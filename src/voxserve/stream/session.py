@@ -15,6 +15,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from voxserve.audio.dsp import trim_silence
 from voxserve.audio.joiner import Joiner
 from voxserve.audio.loudness import LoudnessNormalizer
@@ -22,6 +24,7 @@ from voxserve.engines.base import Engine
 from voxserve.engines.onnx import RunControl
 from voxserve.engines.preemption import work_timer
 from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
+from voxserve.stream.alignment import SourceAligner
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.timing import word_spans
 from voxserve.stream.window_budget import next_window_s, start_window_s
@@ -103,10 +106,12 @@ class SynthesisSession:
         self._t_first_audio: float | None = None
         self._compute_s = 0.0
         self._words: list[WordTiming] = []
+        self._source = SourceAligner()  # the sent text, for each word's characters
         self._idle_handle: asyncio.TimerHandle | None = None
         self.join_positions: list[int] = []  # stream samples where one segment's audio meets the next
         self._samples_out = 0
         self._chunks = 0
+        self._final_out = False
         self._task = asyncio.get_running_loop().create_task(self._produce())
 
     # --- input ------------------------------------------------------------------------
@@ -122,6 +127,7 @@ class SynthesisSession:
             )
         if self._t_text is None:
             self._t_text = time.monotonic()
+        self._source.push(text)
         for segment in self._segmenter.push(text):
             self._segments.put_nowait(segment)
         self._arm_idle_flush()
@@ -232,7 +238,8 @@ class SynthesisSession:
                 if not self._chars:
                     raise InvalidInput("input text is empty: nothing speakable was sent")
                 raise InvalidInput("input text has nothing speakable (only symbols, punctuation or emoji)")
-            await self._emit(self._loudness.process(self._joiner.finish()), final=True)
+            if not self._final_out:  # text closed after its last piece: the end marker has no audio
+                await self._emit(self._loudness.process(self._joiner.finish()), final=True)
             await self._out.put(_END)
         except asyncio.CancelledError:
             raise
@@ -274,13 +281,15 @@ class SynthesisSession:
         else:
             segments = await self._timed(
                 lambda: frontend.phonemize_segment(
-                    text_segment, lang, engine.alphabet, max_phonemes=engine.max_phonemes
+                    text_segment, lang, engine.alphabet, max_phonemes=engine.max_phonemes, lexicon=self.params.lexicon
                 )
             )
         assert isinstance(segments, list)
+        if self.params.word_timings and not self.params.phoneme_input:
+            self._source.segment(text_segment.text, [w.text for segment in segments for w in segment.words])
         for i, segment in enumerate(segments):
-            boundary = segment.boundary if i < len(segments) - 1 else text_segment.boundary
-            await self._speak_windows(segment, boundary)
+            last = i == len(segments) - 1
+            await self._speak_windows(segment, text_segment.boundary if last else segment.boundary, last)
 
     def _budget(self) -> tuple[tuple[float, float] | None, float]:
         """The engine's learned window cost at the threads this stream's jobs get now, and the load."""
@@ -296,15 +305,22 @@ class SynthesisSession:
         first: float | None
         if self._t_first_audio is None:
             first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
-        elif not cfg.pace:
-            return None, None  # nobody plays along (a file, a benchmark): the largest windows, fewest seams
         else:
             first = self._next_window_s()
-        return first, self._next_window_s if cfg.pace and cost is not None else None
+        return first, self._next_window_s if cost is not None else None
+
+    def _alone_unpaced(self) -> bool:
+        """Nobody plays along (a file, a whole text read as fast as it comes) and no other stream shares
+        the pool: the largest windows, fewest seams. A window holds its cores until it is done, so while
+        other streams share the pool an unpaced stream's windows are no longer than a paced one's: none
+        of them waits behind it for longer than behind a live stream."""
+        return not self._config.pace and self._pool.streams <= 1
 
     def _next_window_s(self) -> float | None:
         """Audio the next window may hold to be done before playback needs it (asked from a worker)."""
         cfg = self._config
+        if self._t_first_audio is not None and self._alone_unpaced():
+            return None
         cost, load = self._budget()
         if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
             return cfg.first_window_s
@@ -315,7 +331,7 @@ class SynthesisSession:
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
         return window
 
-    async def _speak_windows(self, segment: PhonemeSegment, boundary: str) -> None:
+    async def _speak_windows(self, segment: PhonemeSegment, boundary: str, ends_text: bool) -> None:
         first_window, next_window = self._window_plan()
         pieces: Iterator[EngineAudio] = self.engine.stream(
             segment.phonemes,
@@ -345,6 +361,11 @@ class SynthesisSession:
                     tail=piece.tail if piece.last and self._pause_ms.get(boundary, 0.0) > 0 else None,
                 )
                 audio = self._loudness.process(joined.audio)
+                # the stream's last piece (text closed, nothing queued) takes the joiner's tail: its last
+                # chunk is the final one, with audio, rather than an empty end marker after it
+                final = piece.last and ends_text and self._closed and self._segments.qsize() == 1
+                if final:
+                    audio = np.concatenate([audio, self._loudness.process(self._joiner.finish())])
                 if piece.first and joined.span.out_start > 0:
                     self.join_positions.append(joined.span.out_start)
                 if self.params.word_timings and piece.first and piece.phoneme_durations is not None:
@@ -352,10 +373,10 @@ class SynthesisSession:
                     rate = self.sample_rate
                     origin = joined.span.out_start - joined.span.in_start + lead  # stream position of phoneme 0
                     self._words.extend(
-                        WordTiming(word, round((origin + a) / rate, 3), round((origin + b) / rate, 3))  # to the ms
+                        self._source.timing(word, round((origin + a) / rate, 3), round((origin + b) / rate, 3))  # to ms
                         for word, a, b in word_spans(segment, piece.phoneme_durations)
                     )
-                await self._emit(audio)
+                await self._emit(audio, final)
         finally:
             close = getattr(pieces, "close", None)
             if close is not None:
@@ -385,6 +406,7 @@ class SynthesisSession:
         parts = [audio[pos : pos + step] for pos in range(0, len(audio), step)] or [audio]
         for n, part in enumerate(parts):
             last = final and n == len(parts) - 1
+            self._final_out |= last
             end_s = (self._samples_out + len(part)) / self.sample_rate
             words = tuple(w for w in self._words if last or w.start_s < end_s)
             if words:

@@ -12,9 +12,8 @@ than the break-even ``n* = L * a / (1 - L * b)`` add to the audio ahead of playb
 * A stream's first window has nothing ahead of it: it is small for fast first audio, but at least
   ``START_MARGIN * n*`` (:func:`start_window_s`), so that the window after it can be done in time and
   still at least break even. No window is smaller than that: with too little ahead a stall is coming
-  anyway, and a smaller window would only lose more ground.
-  Alone on 2 cores Kokoro has ``n*`` ~0.26 s (``a`` ~0.17 s, ``b`` ~0.35 with 2 threads), so the 0.4 s
-  first window stands; two streams with a core each (``a`` ~0.22, ``b`` ~0.59) start with ~0.8 s.
+  anyway, and a smaller window would only lose more ground. Alone on a fast machine ``n*`` is below
+  the configured first window, which then stands; streams sharing the cores start with larger ones.
 """
 
 from __future__ import annotations
@@ -23,8 +22,7 @@ from __future__ import annotations
 # huge windows (first audio after seconds) that stall anyway; beyond 2 s a larger start doesn't pay.
 GAINING_CAP_S = 2.0
 START_MARGIN = 1.5
-# a window must be done when 2/3 of the audio ahead has played: room for noise on a shared box (1.3
-# left 1 of 5 two-stream runs, and 1 of 5 lone ones, with a stall of 30-60 ms)
+# a window must be done when 2/3 of the audio ahead has played: room for noise on a shared box
 MARGIN = 1.5
 
 

@@ -5,10 +5,33 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from voxserve.errors import InvalidInput
 from voxserve.text.scripts import script_of
 
 _KEEP_SYMBOLS = set("°℃℉©®™€£¥₹$¢%&@+=×÷#")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+# The longest number read aloud, in any language. One token must not read as hundreds of words (a
+# segment is spoken once it is read whole: that would delay the first audio), and the readers parse
+# numbers with int(), whose cost grows with the square of the digits (Python refuses past 4,300).
+MAX_DIGITS = 100
+# a number with more digits than that, contiguous or in thousands groups ("1,000,…"), in any script
+_LONG_NUMBER_RE = re.compile(rf"\d{{{MAX_DIGITS + 1},}}|\d{{1,3}}(?:,\d{{3}}){{{MAX_DIGITS // 3},}}")
+
+
+def check_numbers(text: str) -> None:
+    """Refuse ``text`` (InvalidInput) if it holds a number too long to read, before anything parses it."""
+    found = _LONG_NUMBER_RE.search(text)
+    if found is not None:
+        check_digits(sum(ch.isdigit() for ch in found.group()))
+
+
+def check_digits(count: int) -> None:
+    """Refuse a number of more than MAX_DIGITS digits with a clear error."""
+    if count > MAX_DIGITS:
+        raise InvalidInput(
+            f"a number of more than {MAX_DIGITS} digits is too long to read aloud; "
+            "split it into groups separated by spaces"
+        )
 
 
 # Invisible characters that separate words: the zero-width space, the invisible operators and the

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
 from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage
 from voxserve.settings import Settings
-from voxserve.text.clean import clean_text, is_speakable, strip_controls
+from voxserve.text.clean import check_numbers, clean_text, is_speakable, strip_controls
 from voxserve.text.languages import Alphabet, normalize_lang, supported_langs
+from voxserve.text.lexicon import apply_lexicon
 from voxserve.text.markup import check_phonemes, parse_markup, strip_markup
 from voxserve.text.normalize_en import normalize_english
 from voxserve.text.normalize_ko import normalize_korean
 from voxserve.text.phoneme_split import fit_words, sentence_words
 from voxserve.text.scripts import check_readable
 from voxserve.text.segment import IncrementalSegmenter, TextSegment, split_text
-from voxserve.types import PhonemeSegment, PhonemeWord
+from voxserve.types import LexiconEntry, PhonemeSegment, PhonemeWord
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,10 @@ class Frontend:
         alphabet: Alphabet = "misaki",
         *,
         max_phonemes: int = KOKORO_MAX_PHONEMES,
+        lexicon: Sequence[LexiconEntry] = (),
     ) -> list[PhonemeSegment]:
-        """Phonemize one segment (e.g. from :class:`IncrementalSegmenter`) without re-segmenting it.
+        """Phonemize one segment (e.g. from :class:`IncrementalSegmenter`) without re-segmenting it,
+        speaking words the ``lexicon`` names as it says (:mod:`.lexicon`).
 
         Returns more than one PhonemeSegment only when its phonemes exceed ``max_phonemes``;
         returns ``[]`` when nothing in it is speakable (e.g. a lone emoji mid-stream).
@@ -101,7 +104,7 @@ class Frontend:
         if not is_speakable(strip_markup(text)):
             return []
         check_readable(strip_markup(text), lang)
-        words = self._words(text, lang, alphabet)
+        words = self._words(apply_lexicon(text, lexicon), lang, alphabet)
         if not any(w.phonemes.strip(',.;:!?—…"“”() ') for w in words):
             return []
         return fit_words(words, strip_markup(text), lang, segment.boundary, max_phonemes)
@@ -156,6 +159,7 @@ class Frontend:
             if span.phonemes is not None:
                 words.append(PhonemeWord(span.text, check_phonemes(span.phonemes, alphabet)))
             else:
+                check_numbers(span.text)
                 plain = _normalize(span.text, lang)
                 if plain.strip():
                     words.extend(g2p(plain))

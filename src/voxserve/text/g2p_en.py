@@ -12,7 +12,7 @@ from misaki import en
 from misaki.espeak import EspeakFallback
 
 from voxserve.errors import ModelError
-from voxserve.text.g2p_espeak import configure_espeak
+from voxserve.text.g2p_espeak import configure_espeak, make_backend
 from voxserve.text.periods import SENTENCE_STARTERS
 from voxserve.text.vocab_map import clean_kokoro
 from voxserve.types import PhonemeWord
@@ -25,6 +25,23 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-
 
 
 _SPACES = re.compile(r"[ \t]{2,}")
+# misaki resolves a word's subtokens (runs of letters, of digits, single other marks) by trying every
+# span of them, at a cost that grows with the cube of their number: "ab1ab1…" of 300 characters took
+# 13 s, holding the English G2P lock. A word of more parts than any real one ("state-of-the-art" has
+# 7) is broken into groups of that many, which keeps the work per character bounded.
+MAX_WORD_PARTS = 12
+_PART = re.compile(r"[^\W\d_]+|\d+|\S")
+_LONG_RUN = re.compile(rf"\S{{{MAX_WORD_PARTS + 1},}}")
+
+
+def _break_long_words(text: str) -> str:
+    def split(match: re.Match[str]) -> str:
+        parts = _PART.findall(match.group())
+        if len(parts) <= MAX_WORD_PARTS:
+            return match.group()
+        return " ".join("".join(parts[i : i + MAX_WORD_PARTS]) for i in range(0, len(parts), MAX_WORD_PARTS))
+
+    return _LONG_RUN.sub(split, text)
 
 
 def _ends_sentence_after_letter(word: str, following: str | None) -> bool:
@@ -45,6 +62,9 @@ class _OfflineMisakiG2P(en.G2P):
         self.lexicon = en.Lexicon(british)
         configure_espeak()
         self.fallback = EspeakFallback(british=british)
+        # misaki's own backend warns "words count mismatch" on every word espeak splits in two; its
+        # result is used whole anyway, so the backend is rebuilt to ignore that and log it at debug
+        self.fallback.backend = make_backend(f"en-{'gb' if british else 'us'}", tie=True)
         self.unk = ""
 
 
@@ -70,7 +90,7 @@ class EnglishG2P:
         if _CJK.search(text):
             log.info("dropping CJK characters from English text")
             text = _CJK.sub(" ", text)
-        text = _SPACES.sub(" ", text)  # spaCy would glue the extra space to the next word's text
+        text = _SPACES.sub(" ", _break_long_words(text))  # spaCy glues an extra space to the next word
         if not text.strip():
             return []
         _, tokens = self._g2p(text)

@@ -190,7 +190,8 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
 
 
 def normalize_english(text: str) -> str:
-    """Rewrite ``text`` so that every number, symbol and link is spelled out in words."""
+    """Rewrite ``text`` so that every number, symbol and link is spelled out in words. The frontend has
+    refused numbers too long to read (:func:`voxserve.text.clean.check_numbers`)."""
     text = measures_en.english_separators(text)
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)

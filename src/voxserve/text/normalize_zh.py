@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from misaki.zh_normalization import TextNormalizer
 from misaki.zh_normalization.num import num2str
@@ -55,6 +56,9 @@ def split_latin(text: str) -> list[str]:
     return [*parts, text[start:]]
 
 
+_OTHER_DIGITS = re.compile(r"(?![0-9])\d")
+
+
 class ChineseNormalizer:
     """Wraps misaki's ``TextNormalizer`` (a port of PaddleSpeech's rules); one per G2P."""
 
@@ -62,6 +66,8 @@ class ChineseNormalizer:
         self._normalizer = TextNormalizer()
 
     def __call__(self, text: str) -> str:
+        # misaki's rules match any Unicode digit (\d) but only know 0-9 ("٣" raised KeyError)
+        text = _OTHER_DIGITS.sub(lambda m: str(unicodedata.decimal(m.group())), text)
         text = _GROUPED_RE.sub(_grouped, _MONEY_RE.sub(_money, text))
         text = _RUNS.sub(_unit_without_space, text)
         out: list[str] = []

@@ -9,6 +9,8 @@ import re
 
 from num2words import num2words
 
+from voxserve.text.clean import check_digits
+
 # A number as written: thousands separators, a decimal part, or a bare decimal (".5").
 NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
 
@@ -23,10 +25,19 @@ UNICODE_FRACTION_CHARS = "".join(_UNICODE_FRACTIONS)
 # Only the canonical spelling of a Roman numeral counts ("IIII", "VX" and "CIVIL" are not numbers).
 _ROMAN_RE = re.compile(r"M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
 _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+# Whole numbers up to 15 digits (hundreds of trillions) are read as number words; longer ones digit by
+# digit, as people read them (num2words overflows past ~300 digits). Longer than MAX_DIGITS: refused.
+_CARDINAL_DIGITS = 15
 
 
 def words(n: int | float, **kwargs: str) -> str:
-    """num2words without its commas and hyphens ("twenty-one" → "twenty one"), which the G2P would read."""
+    """num2words without its commas and hyphens ("twenty-one" → "twenty one"), which the G2P would read.
+
+    A whole number of more than 15 digits is read digit by digit (num2words overflows past ~300)."""
+    if isinstance(n, int) and abs(n) >= 10**_CARDINAL_DIGITS:
+        written = str(abs(n))
+        check_digits(len(written))
+        return ("minus " if n < 0 else "") + digits(written)
     return str(num2words(n, **kwargs)).replace(",", "").replace("-", " ")
 
 

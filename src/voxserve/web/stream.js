@@ -1,4 +1,4 @@
-// One utterance over the /v1/tts/stream WebSocket (protocol in docs/architecture.md).
+// One utterance over the /v1/tts/stream WebSocket (protocol in docs/protocol.md).
 
 import { ServerError, wsUrl } from "./api.js";
 

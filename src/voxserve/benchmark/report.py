@@ -1,0 +1,55 @@
+"""Text tables for the terminal and the raw-results JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from voxserve.benchmark.capacity import CapacityResult
+from voxserve.benchmark.soak import SoakResult
+from voxserve.benchmark.stats import LevelSummary, Spread
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.0f}"
+
+
+def _spread_ms(spread: Spread) -> str:
+    return f"{_ms(spread.p50):>6} {_ms(spread.p90):>6} {_ms(spread.p99):>6}"
+
+
+def level_table(voice: str, levels: Sequence[LevelSummary]) -> str:
+    """One row per level: first and last audio P50/P90/P99 (ms), RTF P50/P90, stall rate, throughput."""
+    head = (
+        f"{voice}\n{'level':>10} {'reqs':>5} {'fail':>4} | {'first audio ms P50/P90/P99':^20} | "
+        f"{'last audio ms P50/P90/P99':^20} | {'RTF P50/P90':^11} | {'stalled':>7} {'stall s':>7} | {'audio/s':>7}"
+    )
+    rows = [head]
+    for s in levels:
+        rtf = "-" if s.rtf.p50 is None else f"{s.rtf.p50:.2f}/{(s.rtf.p90 or 0):.2f}"
+        rows.append(
+            f"{s.label:>10} {s.requests:>5} {s.errors:>4} | {_spread_ms(s.first_audio_s)} | "
+            f"{_spread_ms(s.last_audio_s)} | {rtf:>11} | {s.stall_rate:>7.1%} {s.underrun_s_total:>7.2f} | "
+            f"{s.throughput:>7.2f}"
+        )
+    return "\n".join(rows)
+
+
+def capacity_line(voice: str, result: CapacityResult) -> str:
+    tried = ", ".join(f"{v.concurrency}: {v.reason}" for v in result.verdicts)
+    return (
+        f"capacity {voice}: {result.capacity} concurrent listeners (lone first audio "
+        f"{_ms(result.lone_first_audio_s)} ms, limit {_ms(result.first_audio_limit_s)} ms; {tried})"
+    )
+
+
+def soak_table(result: SoakResult) -> str:
+    rows = [f"soak: {len(result.records)} requests in {result.wall_s:.0f} s; growth after {result.warmup_s:.0f} s"]
+    for g in result.growth:
+        scale, unit = (1 / 2**20, "MiB") if g.name == "rss_bytes" else (1.0, "")
+        rows.append(
+            f"  {g.name:>10}: {g.after_warmup * scale:10.1f} -> {g.end * scale:10.1f} {unit:<3} "
+            f"(growth {g.growth * scale:+.1f}, slope {g.slope_per_min * scale:+.2f}/min)"
+        )
+    if not result.growth:
+        rows.append("  the server exported no process figures")
+    return "\n".join(rows)

@@ -1,0 +1,101 @@
+"""The evaluation's markdown report and its plots."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from voxserve.evaluation.run import SentenceResult, VoiceSummary
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def plots(summaries: list[VoiceSummary], results: list[SentenceResult], folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    names = [f"{s.language} {s.voice}" for s in summaries]
+    ax.bar(
+        names,
+        [s.error_rate for s in summaries],
+        color=["tab:blue" if s.metric == "WER" else "tab:orange" for s in summaries],
+    )
+    ax.set_ylabel("WER (en) / CER (others)")
+    ax.set_title("Intelligibility: Whisper's error rate on streamed speech")
+    ax.tick_params(axis="x", rotation=45, labelsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(folder / "intelligibility.png", dpi=80)
+    plt.close(fig)
+    written.append(folder / "intelligibility.png")
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for voice in dict.fromkeys(r.voice for r in results):
+        mine = [r for r in results if r.voice == voice]
+        for label, points, marker in (
+            ("streamed", [(r.pesq_wb, r.stoi) for r in mine if r.pesq_wb is not None], "o"),
+            ("windows", [(r.window_pesq_wb, r.window_stoi) for r in mine if r.window_pesq_wb is not None], "x"),
+        ):
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.scatter(xs, ys, label=f"{voice} {label}", s=14, marker=marker)
+    ax.axvline(3.5, color="grey", linestyle="--", linewidth=1)
+    ax.axhline(0.9, color="grey", linestyle="--", linewidth=1)
+    ax.set_xlabel("PESQ-WB against whole synthesis")
+    ax.set_ylabel("STOI")
+    ax.set_title("Streaming fidelity per sentence")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(folder / "fidelity.png", dpi=80)
+    plt.close(fig)
+    written.append(folder / "fidelity.png")
+    return written
+
+
+def markdown(summaries: list[VoiceSummary], results: list[SentenceResult], command: str, images: list[Path]) -> str:
+    lines = [
+        "# voxserve evaluation",
+        "",
+        f"Command: `{command}`",
+        "",
+        "Streamed audio is the server's windowed decoding, chunk by chunk. *Streamed vs whole*: against the same "
+        "text synthesized whole (`decode_mode=sentence`), after aligning each voiced stretch (pauses between "
+        "clauses may differ in length and are not scored); for Kokoro this also carries the two modes' "
+        "differences in predicted durations, which time-warp one against the other. *Windows vs whole*: "
+        "Kokoro only, one sentence's front decoded in the server's first-segment windows against the same "
+        "front decoded in one call (what windowing alone changes; Piper's two modes share the front, so its "
+        "first pair already measures that). "
+        "WER (English, Whisper tiny.en) and CER (others, Whisper base; Chinese compared in simplified "
+        "characters) are of the streamed audio. Seams: the sample-to-sample jump at each chunk join over the "
+        "signal's median step around it; the baseline is the same ratio at random places inside chunks. "
+        "Usual deployment bar: PESQ ≥ 3.5, STOI ≥ 0.9.",
+        "",
+        "| language | voice | engine | n | WER/CER | streamed vs whole: PESQ-WB median (min) | STOI median (min) "
+        "| windows vs whole: PESQ-WB | STOI | DNSMOS ovrl | joins | clicks | seam ratio | baseline |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summaries:
+        lines.append(
+            f"| {s.language} | {s.voice} | {s.engine} | {s.sentences} | {s.metric} {s.error_rate:.3f} | "
+            f"{_f(s.pesq_median)} ({_f(s.pesq_min)}) | {_f(s.stoi_median, 3)} ({_f(s.stoi_min, 3)}) | "
+            f"{_f(s.window_pesq_median)} | {_f(s.window_stoi_median, 3)} | "
+            f"{_f(s.dnsmos_ovrl)} | {s.joins} | {s.clicks} | {_f(s.seam_median_ratio)} | "
+            f"{_f(s.baseline_median_ratio)} |"
+        )
+    lines += ["", *(f"![{p.stem}]({p.name})" for p in images), "", "## Sentences", ""]
+    lines += ["| voice | text | heard | error | PESQ | STOI |", "|---|---|---|---|---|---|"]
+    for r in results:
+        heard = r.heard.replace("|", "/")
+        lines.append(f"| {r.voice} | {r.text} | {heard} | {r.error_rate:.2f} | {_f(r.pesq_wb)} | {_f(r.stoi, 3)} |")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(summaries: list[VoiceSummary], results: list[SentenceResult]) -> dict[str, object]:
+    return {"voices": [asdict(s) for s in summaries], "sentences": [asdict(r) for r in results]}

@@ -1,0 +1,75 @@
+"""``voxserve bench`` against a real server over loopback: every transport, whole and incremental text,
+and a short soak; the JSON and the plots are written and their values are sane."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.server.support import PIPER, RunningServer
+
+from voxserve.cli import main
+
+pytestmark = pytest.mark.e2e
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _bench(server: RunningServer, out: Path, *options: str) -> dict[str, object]:
+    argv = ["-q", "bench", "--url", server.base, "--grpc-target", server.grpc, "--voice", PIPER, "--output", str(out)]
+    assert main([*argv, *options]) == 0
+    data: dict[str, object] = json.loads((out / "results.json").read_text())
+    return data
+
+
+def _check_records(records: list[dict[str, object]], transports: set[str]) -> None:
+    assert records and {r["transport"] for r in records} == transports
+    for r in records:
+        assert r["error"] is None, r
+        first, last, audio = float(r["first_audio_s"]), float(r["last_audio_s"]), float(r["audio_s"])  # type: ignore[arg-type]
+        assert 0 < first <= last < 30
+        # a short agent reply is one to a few seconds of speech, counted from the PCM bytes
+        assert 0.8 < audio < 8, r
+        assert float(r["rtf"]) == pytest.approx(last / audio)  # type: ignore[arg-type]
+        assert r["underruns"] == len(r["underrun_at_s"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("transports", "options"),
+    [("http", ()), ("ws,grpc", ("--incremental", "40"))],
+    ids=["http-whole", "ws-grpc-incremental"],
+)
+def test_bench_writes_results_and_plots(
+    bench_server: RunningServer, tmp_path: Path, transports: str, options: tuple[str, ...]
+) -> None:
+    data = _bench(bench_server, tmp_path, "--transport", transports, "--concurrency", "2", "--duration", "2", *options)
+    [series] = data["series"]  # type: ignore[misc]
+    [level] = series["levels"]
+    summary = level["summary"]
+    assert summary["concurrency"] == 2 and summary["errors"] == 0 and summary["requests"] >= 2
+    assert 0 < summary["first_audio_s"]["p50"] <= summary["first_audio_s"]["p90"] <= summary["first_audio_s"]["p99"]
+    assert 0 <= summary["stall_rate"] <= 1
+    assert summary["throughput"] == pytest.approx(summary["audio_s_total"] / summary["wall_s"])
+    _check_records(level["records"], set(transports.split(",")))
+    for name in ("first_audio_cdf", "first_audio_vs_concurrency", "stall_rate_vs_concurrency", "throughput"):
+        assert (tmp_path / f"{name}.png").read_bytes().startswith(PNG)
+
+
+def test_soak_mixes_transports_and_reads_the_server_resources(bench_server: RunningServer, tmp_path: Path) -> None:
+    data = _bench(bench_server, tmp_path, "--soak", "0.06", "--transport", "http,ws,grpc", "--concurrency", "3")
+    soak = data["soak"]
+    assert isinstance(soak, dict)
+    _check_records(soak["records"], {"http", "ws", "grpc"})
+    growth = {row["name"]: row for row in soak["growth"]}
+    assert set(growth) == {"rss_bytes", "open_fds", "threads"}
+    assert growth["rss_bytes"]["end"] > 50 * 2**20 and 3 < growth["threads"]["end"] < 1000
+    assert growth["open_fds"]["end"] > 3
+    assert (tmp_path / "soak_resources.png").read_bytes().startswith(PNG)
+
+
+def test_bench_refuses_incremental_http_and_unknown_voices(bench_server: RunningServer, tmp_path: Path) -> None:
+    base = ["-q", "bench", "--url", bench_server.base, "--output", str(tmp_path)]
+    assert main([*base, "--transport", "http", "--incremental", "5"]) == 2
+    assert main([*base, "--voice", "nobody"]) == 2
+    assert main([*base, "--transport", "smoke"]) == 2
+    assert not (tmp_path / "results.json").exists()

@@ -1,0 +1,41 @@
+"""A short real evaluation: Kokoro English and Spanish sentences through Whisper, PESQ/STOI and the seam
+statistics; the report is written and the speech is understood."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from voxserve.evaluation.command import write_report
+from voxserve.evaluation.run import Evaluation
+from voxserve.evaluation.synth import Synthesizer
+
+pytestmark = pytest.mark.e2e
+
+
+def test_short_eval_writes_a_report_with_low_error_rates(runtime: object, tmp_path: Path) -> None:
+    synthesizer = Synthesizer(["kokoro"], streamed=runtime)  # type: ignore[arg-type]
+    try:
+        # DNSMOS is left out: its first call (librosa's JIT, two ONNX models) alone takes ~8 s
+        evaluation = Evaluation(synthesizer, naturalness=False, quiet=True)
+        results = evaluation.language("en", ("af_heart",), 2) + evaluation.language("es", ("ef_dora",), 2)
+    finally:
+        synthesizer.close()
+    summaries = write_report(tmp_path, results, evaluation.naturalness_scores, "voxserve eval --languages en,es")
+    assert [(s.language, s.voice, s.metric, s.sentences) for s in summaries] == [
+        ("en", "af_heart", "WER", 2),
+        ("es", "ef_dora", "CER", 2),
+    ]
+    for s in summaries:
+        assert s.error_rate <= 0.2, [(r.text, r.heard) for r in results if r.voice == s.voice]
+        assert s.stoi_median is not None and 0 < s.stoi_median <= 1
+        assert s.window_pesq_median is not None and 1 <= s.window_pesq_median <= 4.7
+        assert s.dnsmos_ovrl is None
+        assert s.joins > 0
+    report = (tmp_path / "report.md").read_text()
+    assert "| en | af_heart | kokoro | 2 | WER" in report and "| es | ef_dora | kokoro | 2 | CER" in report
+    assert (tmp_path / "intelligibility.png").stat().st_size > 1000 and (tmp_path / "fidelity.png").exists()
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert len(data["sentences"]) == 4 and all(r["heard"] for r in data["sentences"])

@@ -1,0 +1,67 @@
+"""A full server refuses new streams at once on every transport, says so on /readyz, and exports its load.
+
+The runtime is scripted (tests/server/fakes.py) so that a stream stays open on cue; the admission rule
+itself (shares of measured capacity) is tested in test_admission.py.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import grpc
+import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from voxserve.server.grpc_gen import voxserve_pb2 as pb
+from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
+
+from .fakes import ScriptedRuntime
+from .support import RunningServer, server_settings
+
+HELD = [(0.0, 0.2), (2.0, 0.2)]  # a stream that stays open for ~2 s
+
+
+def test_a_full_replica_refuses_at_once_and_reports_full() -> None:
+    running = RunningServer(server_settings(default_voice="fake", max_streams=1), ScriptedRuntime(HELD))
+    body = {"input": "hello", "voice": "fake", "response_format": "pcm"}
+    try:
+        assert httpx.get(running.base + "/readyz").json() == {"status": "ready", "load": 0.0}
+        holder = threading.Thread(target=lambda: httpx.post(running.base + "/v1/audio/speech", json=body, timeout=10))
+        holder.start()
+        deadline = time.monotonic() + 5
+        while running.metric("voxserve_active_streams") < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+
+        ready = httpx.get(running.base + "/readyz")
+        assert ready.status_code == 503 and ready.json() == {"status": "full", "load": 1.0}
+        assert running.metric("voxserve_load") == pytest.approx(1.0)
+
+        refused = httpx.post(running.base + "/v1/audio/speech", json=body, timeout=10)
+        assert refused.status_code == 503
+        assert refused.json()["error"]["code"] == "overloaded"
+        assert int(refused.headers["Retry-After"]) >= 1
+
+        with connect(running.ws) as ws:
+            ws.send(json.dumps({"type": "config", "voice": "fake"}))
+            ws.send(json.dumps({"type": "text", "text": "hello"}))
+            ws.send(json.dumps({"type": "close"}))
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    ws.recv(timeout=5)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
+
+        stub = pb_grpc.VoxServeStub(grpc.insecure_channel(running.grpc))
+        with pytest.raises(grpc.RpcError) as info:
+            list(stub.SynthesizeStream(pb.SynthesizeRequest(text="hello", voice="fake", format="pcm"), timeout=5))
+        assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+        holder.join(10)
+        assert httpx.get(running.base + "/readyz").status_code == 200
+        assert running.metric("voxserve_load") == 0.0
+    finally:
+        running.stop()

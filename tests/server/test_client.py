@@ -1,0 +1,124 @@
+"""voxserve.client (async and blocking) against a real server over loopback, with real Piper synthesis."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+from websockets.sync.client import connect
+
+from voxserve.client import AsyncClient, Client, VoxServeError
+
+from .audio_util import pcm_rms
+from .support import PIPER, SHORT, RunningServer
+from .test_ws import recv_json, send
+from .test_ws_contexts import LONG
+
+pytestmark = pytest.mark.e2e
+
+
+def test_the_client_imports_nothing_of_the_server() -> None:
+    code = (
+        "import sys, voxserve.client; "
+        "print([m for m in sys.modules if m.startswith('voxserve.') and not m.startswith('voxserve.client')"
+        " or m in ('fastapi', 'onnxruntime', 'grpc')])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+async def test_async_synthesize_stream_and_contexts(server: RunningServer) -> None:
+    async with AsyncClient(server.base) as client:
+        assert PIPER in {v.id for v in await client.voices()}
+        speech = await client.synthesize(SHORT, voice=PIPER, format="pcm", sample_rate=16000, word_timings=True)
+        assert speech.sample_rate == 16000 and pcm_rms(speech.audio) > 0.01
+        assert [w.word for w in speech.words][:2] == ["Hello", "there"]
+        frames = [f async for f in client.stream(SHORT, voice=PIPER, format="pcm")]
+        assert frames[-1].final and not any(f.final for f in frames[:-1])
+        assert abs(sum(f.duration_s for f in frames) - len(b"".join(f.audio for f in frames)) / 2 / 24000) < 1e-6
+
+        async with client.connect(voice=PIPER, format="pcm", word_timings=True) as conn:
+            assert conn.sample_rate == 22050
+            a, b = conn.context(), conn.context()
+            await a.push_text(LONG)
+            await a.flush()
+            heard = [frame async for frame in _first(a)]
+            await a.cancel()
+            for fragment in ("Of course, ", "right away."):
+                await b.push_text(fragment)
+            await b.end_input()
+            b_frames = [frame async for frame in b]
+            a_rest = [frame async for frame in a]
+            assert b.done is not None and not b.done.cancelled and b.done.chunks == len(b_frames)
+            assert a.done is not None and a.done.cancelled and a.done.chunks == len(heard) + len(a_rest)
+            assert b_frames[-1].final and {f.context_id for f in b_frames} == {b.id}
+            assert "away" in [w.word for f in b_frames for w in f.words]
+            assert pcm_rms(b"".join(f.audio for f in b_frames)) > 0.01
+
+
+async def _first(ctx: Any) -> Any:
+    async for frame in ctx:
+        yield frame
+        return
+
+
+def test_blocking_client(server: RunningServer) -> None:
+    with Client(server.base) as client:
+        speech = client.synthesize(SHORT, voice=PIPER, format="wav")
+        assert speech.audio[:4] == b"RIFF" and speech.sample_rate == 22050
+        with client.connect(voice=PIPER) as conn:
+            ctx = conn.context("turn-1")
+            ctx.push_text("Blocking calls work too.")
+            ctx.end_input()
+            frames = list(ctx)
+            assert ctx.done is not None and ctx.done.chunks == len(frames) > 0 and frames[-1].final
+
+
+def test_errors_are_typed(server: RunningServer) -> None:
+    async def run() -> None:
+        async with AsyncClient(server.base, retries=0) as client:
+            with pytest.raises(VoxServeError) as info:
+                await client.synthesize(SHORT, voice="nobody")
+            assert info.value.code == "unknown_voice" and info.value.status == 400 and not info.value.retryable
+
+    asyncio.run(run())
+
+
+def test_retries_a_busy_server_after_retry_after(make_server: Any) -> None:
+    """With the only stream slot taken, the first try gets 503 + Retry-After; the client waits, tries again
+    once the slot is free, and succeeds."""
+    busy = make_server(max_streams=1, max_queue=0)
+    with connect(busy.ws) as ws:
+        send(ws, type="config", voice=PIPER)
+        recv_json(ws)
+        send(ws, type="text", text=LONG)
+        send(ws, type="flush")
+        assert recv_json(ws)["type"] == "chunk"  # the slot is held
+
+        def free_the_slot() -> None:
+            time.sleep(0.5)
+            send(ws, type="cancel")
+
+        releaser = threading.Thread(target=free_the_slot)
+        releaser.start()
+        started = time.monotonic()
+        with Client(busy.base, retries=3) as client:
+            speech = client.synthesize("Now it is my turn.", voice=PIPER)
+        releaser.join()
+        assert pcm_rms(speech.audio) > 0.01
+        assert time.monotonic() - started >= 1.0  # it waited the Retry-After second at least once
+        while recv_json(ws)["type"] != "done":  # read what was sent, so the socket closes at once
+            pass
+    refused = [line for line in _metrics(busy) if "voxserve_requests_total{" in line and '"503"' in line]
+    assert refused, "the first try was not refused"
+
+
+def _metrics(server: RunningServer) -> list[str]:
+    import httpx
+
+    return httpx.get(server.base + "/metrics").text.splitlines()

@@ -1,0 +1,81 @@
+"""The server counts each stream's underruns (its listener, playing from the first audio in real time,
+running dry) and reports them in ``done``, the SSE end event, the gRPC trailer and /metrics.
+
+The sessions are scripted (tests/server/fakes.py): a stream falls behind on cue, which real models on a
+quiet machine don't do.
+"""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+import httpx
+import pytest
+from websockets.sync.client import connect
+
+from voxserve.server.grpc_gen import voxserve_pb2 as pb
+from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
+
+from .fakes import ScriptedRuntime
+from .support import RunningServer, server_settings
+
+LATE = [(0.0, 0.2), (0.5, 0.3), (0.0, 0.3)]  # 0.2 s plays out, the next arrives 0.5 s later: ~0.3 s dry
+IN_TIME = [(0.0, 0.6), (0.1, 0.3), (0.1, 0.3)]
+
+
+def _serve(script: list[tuple[float, float]]) -> RunningServer:
+    return RunningServer(server_settings(default_voice="fake", engines=["piper"]), ScriptedRuntime(script))
+
+
+def _ws_done(running: RunningServer) -> dict[str, object]:
+    with connect(running.ws) as ws:
+        ws.send(json.dumps({"type": "config", "voice": "fake", "format": "pcm"}))
+        ws.send(json.dumps({"type": "text", "text": "hello"}))
+        ws.send(json.dumps({"type": "close"}))
+        while True:
+            message = ws.recv(timeout=10)
+            if isinstance(message, str) and json.loads(message)["type"] == "done":
+                return json.loads(message)  # type: ignore[no-any-return]
+
+
+def test_a_late_chunk_is_reported_everywhere() -> None:
+    running = _serve(LATE)
+    try:
+        done = _ws_done(running)
+        assert done["stalls"] == 1
+        assert done["stall_s"] == pytest.approx(0.3, abs=0.12)
+
+        events = httpx.post(
+            running.base + "/v1/audio/speech",
+            json={"input": "hello", "voice": "fake", "response_format": "pcm", "stream_format": "sse"},
+            timeout=10,
+        ).text
+        end = json.loads(next(line for line in events.splitlines() if "speech.audio.done" in line)[6:])
+        assert end["stall_s"] == pytest.approx(0.3, abs=0.12)
+
+        stub = pb_grpc.VoxServeStub(grpc.insecure_channel(running.grpc))
+        call = stub.SynthesizeStream(pb.SynthesizeRequest(text="hello", voice="fake", format="pcm"), timeout=10)
+        assert len(list(call)) == 3
+        trailer = dict(call.trailing_metadata() or ())
+        assert float(trailer["voxserve-stall-s"]) == pytest.approx(0.3, abs=0.12)
+        assert trailer["voxserve-stalls"] == "1"
+
+        metrics = httpx.get(running.base + "/metrics").text
+        for transport in ("ws", "http", "grpc"):
+            assert f'voxserve_stalled_streams_total{{engine="fake",transport="{transport}"}} 1.0' in metrics
+        assert running.metric("voxserve_stall_seconds_count") >= 1
+    finally:
+        running.stop()
+
+
+def test_audio_ahead_of_the_listener_is_no_stall() -> None:
+    running = _serve(IN_TIME)
+    try:
+        done = _ws_done(running)
+        assert done["stalls"] == 0 and done["stall_s"] == 0.0
+        metrics = httpx.get(running.base + "/metrics").text
+        assert 'voxserve_stalled_streams_total{engine="fake",transport="ws"} 0.0' in metrics
+        assert 'voxserve_stall_seconds_bucket{engine="fake",le="0.0",transport="ws"} 1.0' in metrics
+    finally:
+        running.stop()

@@ -1,0 +1,56 @@
+"""Word spans in the sent text across normalization (voxserve.stream.alignment), on the real frontend."""
+
+from __future__ import annotations
+
+import pytest
+
+from voxserve.settings import Settings
+from voxserve.stream.alignment import SourceAligner, match_words, spoken
+from voxserve.text.frontend import Frontend
+from voxserve.text.segment import IncrementalSegmenter
+
+
+def test_matched_runs_and_added_words() -> None:
+    source = "It costs $5, (today)."
+    tokens = [(0, 2), (3, 8), (9, 12), (13, 21)]
+    spans = match_words(["It", "costs", "five", "dollars", "today"], source, tokens)
+    assert [source[a:b] for a, b in spans] == ["It", "costs", "$5", "$5", "today"]  # type: ignore[misc]
+    # a word normalization added with no token of its own takes the token before it
+    assert match_words(["costs", "extra", "today"], source, tokens[1:2] + tokens[3:]) == [(3, 8), (3, 8), (14, 19)]
+
+
+@pytest.fixture(scope="module")
+def frontend() -> Frontend:
+    return Frontend(Settings(_env_file=None))  # type: ignore[call-arg]
+
+
+CASES = [
+    ("It costs $5 on Jan 5, 2024, said Dr. Smith.", {"five": "$5", "dollars": "$5", "Doctor": "Dr", "Smith": "Smith"}),
+    ("The U.S. GDP grew 3.5% in Q2.", {"three": "3.5%", "percent": "3.5%", "grew": "grew", "in": "in"}),
+    ("Call 555-1234 at 3:30 pm, not 42 times.", {"thirty": "3:30", "forty": "42", "times": "times"}),
+]
+
+
+@pytest.mark.parametrize("alphabet", ["misaki", "espeak"])
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_numbers_money_dates_abbreviations(
+    frontend: Frontend, alphabet: str, text: str, expected: dict[str, str]
+) -> None:
+    """Streamed in fragments that split tokens, as a client would send them."""
+    aligner, segmenter = SourceAligner(), IncrementalSegmenter(4, 400)
+    segments = []
+    for start in range(0, len(text), 7):
+        fragment = text[start : start + 7]
+        aligner.push(fragment)
+        segments += segmenter.push(fragment)
+    segments += segmenter.flush()
+    read: dict[str, str] = {}
+    for segment in segments:
+        words = [w.text for s in frontend.phonemize_segment(segment, "en-us", alphabet) for w in s.words]  # type: ignore[arg-type]
+        aligner.segment(segment.text, words)
+        for word in filter(spoken, words):
+            timing = aligner.timing(word, 0.0, 0.0)
+            assert timing.char_start is not None and timing.char_end is not None, word
+            read.setdefault(word, text[timing.char_start : timing.char_end])
+    for word, original in expected.items():
+        assert read[word] == original, (word, read)
