@@ -125,8 +125,8 @@ PiperVoiceMaker = Callable[..., Path]
 def make_piper_voice(model_store) -> PiperVoiceMaker:  # type: ignore[no-untyped-def]
     """A Piper voice made locally from joe's files: ``make(folder, "de_DE-test-medium", espeak="de",
     speakers={"anna": 0, "ben": 1})`` links joe's graph under the new name and writes a config with
-    that name's language, the espeak voice, the speaker map and ``phoneme_ids`` over joe's phoneme map.
-    No network is needed."""
+    that name's language (or ``language``), the espeak voice, the speaker map and ``phoneme_ids`` over
+    joe's phoneme map. No network is needed."""
 
     def make(
         folder: Path,
@@ -135,10 +135,11 @@ def make_piper_voice(model_store) -> PiperVoiceMaker:  # type: ignore[no-untyped
         espeak: str,
         speakers: dict[str, int] | None = None,
         phoneme_ids: dict[str, list[int]] | None = None,
+        language: str | None = None,
     ) -> Path:
         config = json.loads(model_store.piper_config().read_text())
         config["phoneme_id_map"].update(phoneme_ids or {})
-        code = voice.split("-")[0]
+        code = language or voice.split("-")[0]
         config["language"] = {"code": code, "family": code.split("_")[0], "region": code.split("_")[-1]}
         config["espeak"] = {"voice": espeak}
         config["dataset"] = voice.split("-")[1]

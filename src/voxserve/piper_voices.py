@@ -16,7 +16,6 @@ and a log line says why.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import time
@@ -33,6 +32,7 @@ from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
 from voxserve.engines.windowing import WindowConfig, WindowCost
 from voxserve.errors import ModelError, UnsupportedLanguage
+from voxserve.models.fileio import sha256_file
 from voxserve.models.graphs import build_split_graphs
 from voxserve.models.piper_catalog import PiperVoiceFiles, discover, search_roots
 from voxserve.settings import Settings
@@ -208,9 +208,7 @@ class PiperLibrary:
         if why is not None:
             log.warning("Piper voice %s: %s; it is spoken one sentence per model call", files.voice_id, why)
             return None
-        stat = files.model.stat()
-        tag = hashlib.sha256(f"{files.model.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
-        directory = self._split_root / f"{files.voice_id}-{tag}"
+        directory = self._split_root / sha256_file(files.model)[:16]  # by content: a copy shares them
         if not (directory / "piper_split.json").is_file():
             try:
                 build_split_graphs(files.model, directory, verify_hashes=False)

@@ -295,12 +295,19 @@ class Runtime:
             pace=pace,
         )
 
+    def _voice_lang(self, voice: str) -> str:
+        """The language a voice speaks: as its engine lists it (a Piper config's), else by its id."""
+        first = voice.split("+")[0].split(":")[0].strip()
+        engine = self._voice_engine.get(first)
+        listed = next((v.lang for v in engine.voices() if v.id == first), None) if engine is not None else None
+        return listed or lang_for_voice(first)
+
     def _lang_for(self, params: SynthesisParams) -> str:
         """The request's language, else the voice's, else ``default_lang``."""
         if params.lang:
             return normalize_lang(params.lang)
         try:
-            return lang_for_voice(params.voice.split("+")[0].split(":")[0])
+            return self._voice_lang(params.voice)
         except UnsupportedLanguage:
             if self.settings.default_lang:
                 return normalize_lang(self.settings.default_lang)
@@ -310,7 +317,7 @@ class Runtime:
         """Start a streaming session; must be called from a running event loop."""
         engine = self.engine_for(params.voice)
         lang = self._lang_for(params)
-        check_piper_language(engine.name, params.voice, lang_for_voice(params.voice.split("+")[0]), lang)
+        check_piper_language(engine.name, params.voice, self._voice_lang(params.voice), lang)
         # the caller's entries first (they win), then the server's for this language
         server = self.lexicon.get(lang, ()) + self.lexicon.get("*", ())
         lexicon = for_voice(params.lexicon, engine.alphabet, strict=True) + for_voice(

@@ -56,3 +56,9 @@ def test_models_list_shows_checksums() -> None:
     result = run("-q", "models", "list")
     assert result.returncode == 0, result.stderr
     assert "kokoro-v1.0.int8.onnx" in result.stdout and "6e742170" in result.stdout
+
+
+def test_models_fetch_names_piper_catalog_voices_clearly(tmp_path: Path) -> None:
+    for name, message in [("thorsten", "piper:<voice>"), ("piper:thorsten", "not a Piper catalog voice name")]:
+        result = run("-q", "models", "fetch", name)
+        assert result.returncode != 0 and message in result.stderr, result.stderr

@@ -24,7 +24,7 @@ from .support import RunningServer, server_settings
 
 GERMAN = "de_DE-testvoice-medium"
 BRITISH = "en_GB-second-medium"
-FRENCH = "fr_FR-third-medium"
+FRENCH = "my-french-voice"  # any file name: the language comes from the config
 KOREAN = "ko_KR-fixture-medium"
 LATENT_ELSEWHERE = "/flow/latent_output_0"
 
@@ -34,7 +34,7 @@ def model_path(tmp_path_factory: pytest.TempPathFactory, make_piper_voice, model
     folder = tmp_path_factory.mktemp("model_path")
     make_piper_voice(folder, GERMAN, espeak="de", speakers={"anna": 0, "ben": 1})
     make_piper_voice(folder / "more", BRITISH, espeak="en-gb")
-    make_piper_voice(folder / "more", FRENCH, espeak="fr-fr")
+    make_piper_voice(folder / "more", FRENCH, espeak="fr-fr", language="fr_FR")
     # Korean: joe's graph (it will sound wrong) with a Korean config whose phoneme map differs from joe's
     joe = json.loads(model_store.piper_config().read_text())["phoneme_id_map"]
     make_piper_voice(folder, KOREAN, espeak="ko", phoneme_ids={"ɐ": joe["a"], "a": joe["ɐ"]})

@@ -71,7 +71,8 @@ _ALIASES: dict[str, str] = {
 
 
 # Languages added at run time by voices that bring their own espeak voice (a Piper voice's config):
-# canonical code → espeak-ng voice name. Read only through the functions below.
+# canonical code → espeak-ng voice name. Process-wide, as the voices a process serves are; read only
+# through the functions below.
 _REGISTERED: dict[str, str] = {}
 
 

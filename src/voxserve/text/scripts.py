@@ -173,6 +173,6 @@ def check_readable(text: str, lang: str) -> None:
     missing = unreadable(text, lang)
     if missing:
         raise UnsupportedLanguage(
-            f"the text contains {describe(text, missing, lang)}, which a {language_name(lang)} ({lang}) voice "
-            f"cannot read; use voice 'auto' or a voice that speaks {language_name(text_language(text, lang))}"
+            f"the text contains {describe(text, missing, lang)}, which the {language_name(lang)} ({lang}) text "
+            f"frontend cannot read; use a voice that speaks {language_name(text_language(text, lang))}"
         )
