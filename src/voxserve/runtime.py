@@ -32,7 +32,8 @@ from voxserve.piper_voices import PiperLibrary, check_piper_language
 from voxserve.settings import Settings
 from voxserve.stream.capacity import StreamCost, cheapest_share
 from voxserve.stream.pool import WorkerPool
-from voxserve.stream.session import SessionConfig, SynthesisSession
+from voxserve.stream.session import SynthesisSession
+from voxserve.stream.session_config import SessionConfig
 from voxserve.text.frontend import Frontend
 from voxserve.text.languages import lang_for_voice, normalize_lang
 from voxserve.text.lexicon import for_voice, load_lexicon

@@ -118,7 +118,8 @@ class _Pool:
 async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone() -> None:
     import time
 
-    from voxserve.stream.session import SessionConfig, SynthesisSession
+    from voxserve.stream.session import SynthesisSession
+    from voxserve.stream.session_config import SessionConfig
     from voxserve.types import SynthesisParams
 
     pool = _Pool()

@@ -34,8 +34,9 @@ from voxserve.errors import (
 )
 from voxserve.server import duplex as dx
 from voxserve.server.ratelimit import TokenBuckets
-from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService
+from voxserve.server.service import SpeechService
 from voxserve.server.turn import Turn
+from voxserve.server.utterance import EncodedChunk, SpeechRequest
 
 PROTOCOLS = (1, 2)
 _REMEMBERED = 1024  # ended context ids kept, so a late message to one is answered clearly

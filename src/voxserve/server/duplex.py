@@ -17,8 +17,9 @@ from typing import Any
 
 from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput
 from voxserve.server.ratelimit import TokenBuckets
-from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, UtteranceSummary
+from voxserve.server.service import SpeechService
 from voxserve.server.turn import Turn
+from voxserve.server.utterance import EncodedChunk, SpeechRequest, UtteranceSummary
 
 
 # --- client → server ------------------------------------------------------------------

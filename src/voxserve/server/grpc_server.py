@@ -24,8 +24,8 @@ from voxserve.server.contexts import open_stream
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from voxserve.server.proxies import client_address
-from voxserve.server.service import EncodedChunk, SpeechRequest, UtteranceSummary
 from voxserve.server.state import ServerState
+from voxserve.server.utterance import EncodedChunk, SpeechRequest, UtteranceSummary
 from voxserve.text.lexicon import parse_entries
 
 log = logging.getLogger("voxserve.server")

@@ -19,8 +19,9 @@ from starlette.types import Message, Receive, Scope, Send
 from voxserve.errors import ClientTooSlow, InvalidInput, VoxError
 from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
-from voxserve.server.service import EncodedChunk, SpeechRequest, SpeechService, Utterance, word_json
+from voxserve.server.service import SpeechService
 from voxserve.server.state import ServerState
+from voxserve.server.utterance import EncodedChunk, SpeechRequest, Utterance, word_json
 from voxserve.text.lexicon import parse_entries
 from voxserve.types import WordTiming
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from voxserve.errors import InputTooLarge
-from voxserve.server.service import SpeechRequest, Utterance, UtteranceSummary
+from voxserve.server.utterance import SpeechRequest, Utterance, UtteranceSummary
 
 
 class Turn:

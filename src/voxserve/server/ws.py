@@ -18,8 +18,8 @@ from voxserve.errors import IdleTimeout, InputTooLarge, InvalidInput, Unauthoriz
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.contexts import ContextStream, open_stream
-from voxserve.server.service import SpeechRequest, word_json
 from voxserve.server.state import ServerState
+from voxserve.server.utterance import SpeechRequest, word_json
 from voxserve.settings import Settings
 from voxserve.text.lexicon import parse_entries
 

@@ -13,7 +13,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from voxserve.engines.preemption import work_timer
 from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
 from voxserve.stream.alignment import SourceAligner
 from voxserve.stream.pool import WorkerPool
+from voxserve.stream.session_config import SessionConfig, SessionStats
 from voxserve.stream.timing import word_spans
 from voxserve.stream.window_budget import next_window_s, start_window_s
 from voxserve.text.frontend import Frontend
@@ -36,35 +36,6 @@ log = logging.getLogger(__name__)
 
 _END = object()
 _SENTENCE_END = frozenset('.!?。！？…"”)')
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    """The knobs a session reads from Settings."""
-
-    chunk_ms: int = 200
-    first_segment_words: int = 6
-    max_segment_chars: int = 400
-    sentence_pause_ms: int = 500
-    clause_pause_ms: int = 160
-    lookahead_s: float = 3.0
-    max_input_chars: int = 100_000
-    first_window_s: float = 0.4
-    max_window_s: float = 4.0
-    idle_flush_ms: int = 150
-    pace: bool = True  # keep only ``lookahead_s`` of audio ahead of (virtual) real-time playback
-
-
-@dataclass(frozen=True)
-class SessionStats:
-    ttfa_s: float | None  # first text received → first chunk ready
-    audio_s: float
-    compute_s: float  # time the worker pool spent on this session
-    chunks: int
-
-    @property
-    def rtf(self) -> float | None:
-        return self.compute_s / self.audio_s if self.audio_s > 0 else None
 
 
 class SynthesisSession:
