@@ -42,6 +42,14 @@ def _serve(tree: Path, port: int, env_extra: dict[str, str]) -> subprocess.Popen
     raise RuntimeError(f"the server from {tree} was not ready in 600 s")
 
 
+def _rss_mib(port: int) -> str:
+    """The server's resident memory after the load, from its /metrics."""
+    for line in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text.splitlines():
+        if line.startswith("process_resident_memory_bytes "):
+            return f"{float(line.split()[1]) / 2**20:.0f} MiB"
+    return "unknown"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--old", type=Path, required=True, help="the other source tree (a git worktree)")
@@ -73,7 +81,8 @@ def main() -> None:
                 command += ["--incremental", str(args.incremental)]
             result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
             failure = f"\n(exit {result.returncode}) {result.stderr.strip()[-400:]}" if result.returncode else ""
-            table = f"== round {n} tree {name} ({trees[name]})\n{result.stdout.strip()}{failure}"
+            rss = _rss_mib(args.port)
+            table = f"== round {n} tree {name} ({trees[name]}), server RSS after: {rss}\n{result.stdout.strip()}{failure}"
             print(table, flush=True)
             summary.append(table)
         finally:
