@@ -82,7 +82,8 @@ def main() -> None:
             result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
             failure = f"\n(exit {result.returncode}) {result.stderr.strip()[-400:]}" if result.returncode else ""
             rss = _rss_mib(args.port)
-            table = f"== round {n} tree {name} ({trees[name]}), server RSS after: {rss}\n{result.stdout.strip()}{failure}"
+            head = f"== round {n} tree {name} ({trees[name]}), server RSS after: {rss}"
+            table = f"{head}\n{result.stdout.strip()}{failure}"
             print(table, flush=True)
             summary.append(table)
         finally:
