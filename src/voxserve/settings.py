@@ -150,7 +150,9 @@ class Settings(BaseSettings):
     max_ws_message_bytes: int = Field(default=64 * 1024, ge=1024)
     max_fragments_per_second: int = Field(default=200, ge=1)
     max_connections_per_client: int = Field(
-        default=64, ge=0, description="HTTP requests and WebSockets one client address may have open at once; 0 = any."
+        default=64,
+        ge=0,
+        description="HTTP requests, WebSockets and gRPC calls one client address may each have open at once; 0 = any.",
     )
     header_timeout_s: float = Field(
         default=10.0, gt=0, description="An HTTP request's headers must all arrive within this long (slowloris)."

@@ -5,17 +5,21 @@ opening a synthesis session, and afterwards threads, fds and memory are back nea
 from __future__ import annotations
 
 import gc
+import queue
 import socket
 import threading
 import time
 from collections.abc import Iterator
 
+import grpc
 import httpx
 import psutil
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from voxserve.server.grpc_gen import voxserve_pb2 as pb
+from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from voxserve.server.runtime_api import RuntimeLike
 
 from .support import PIPER, RunningServer, SharedRuntime, server_settings
@@ -135,3 +139,46 @@ def test_every_client_is_bounded(bounded: tuple[RunningServer, CountingRuntime])
     assert threads1 <= threads0 + 2, (threads0, threads1)
     assert fds1 <= fds0 + 4, (fds0, fds1)
     assert rss1 <= rss0 + 60, (rss0, rss1)
+
+
+def test_grpc_calls_in_flight_are_capped_per_client(make_server: object) -> None:
+    """max_connections_per_client bounds one address's gRPC calls in flight too: the call past the cap
+    ends with RESOURCE_EXHAUSTED and a message naming the cap; once a call ends, a new one is served."""
+    server: RunningServer = make_server(max_connections_per_client=2)  # type: ignore[operator]
+    releases: list[queue.Queue[None]] = []
+
+    def open_duplex(stub: pb_grpc.VoxServeStub) -> grpc.Future:
+        release: queue.Queue[None] = queue.Queue()
+        releases.append(release)
+
+        def requests() -> Iterator[pb.StreamRequest]:
+            yield pb.StreamRequest(config=pb.StreamConfig(voice=PIPER, format="pcm"))
+            release.get(timeout=60)  # the call stays open, idle, until released
+
+        call = stub.StreamingSynthesize(requests(), timeout=60)
+        assert next(call).WhichOneof("kind") == "ready"
+        return call
+
+    with grpc.insecure_channel(server.grpc) as channel:
+        stub = pb_grpc.VoxServeStub(channel)
+        held = [open_duplex(stub), open_duplex(stub)]
+        try:
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Synthesize(pb.SynthesizeRequest(text="Hi.", voice=PIPER), timeout=30)
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert refused.value.details() == "more than 2 calls open from this client"
+            assert httpx.get(server.base + "/v1/models").status_code == 200  # HTTP counts its own connections
+        finally:
+            for call in held:
+                call.cancel()
+            for release in releases:
+                release.put(None)
+        deadline = time.monotonic() + 10
+        while True:  # the cancelled calls' slots are given back once the server has seen them end
+            try:
+                reply = stub.Synthesize(pb.SynthesizeRequest(text="Hi.", voice=PIPER, format="pcm"), timeout=30)
+                break
+            except grpc.RpcError as exc:
+                assert exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() < deadline
+                time.sleep(0.2)
+        assert reply.audio

@@ -1,19 +1,22 @@
 """Protocol fuzzing of gRPC's bidirectional stream: random message sequences (config with any values,
 text of any Unicode, floods of flush/cancel/close, an empty oneof) end only in known events and error
-codes; the call ends OK or with a client-error status, never INTERNAL or UNKNOWN."""
+codes; the call ends OK or with a client-error status, never INTERNAL or UNKNOWN; and a normal gRPC client
+speaking alongside the fuzzer gets its audio, never a refusal."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import grpc
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
-from .support import RunningServer
-from .test_ws_fuzz import KNOWN_CODES
+from .support import PIPER, SHORT, RunningServer
+from .test_ws_fuzz import KNOWN_CODES, Bystander
 
 pytestmark = pytest.mark.e2e
 CLEAN = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.CANCELLED}
@@ -42,11 +45,30 @@ requests = st.one_of(
 )
 
 
+@pytest.fixture()
+def bystander(server: RunningServer) -> Iterator[Bystander]:
+    """A normal gRPC client streaming whole utterances throughout the test; its failures fail the test."""
+
+    def speak() -> None:
+        with grpc.insecure_channel(server.grpc) as channel:
+            request = pb.SynthesizeRequest(text=SHORT, voice=PIPER, format="pcm")
+            chunks = list(pb_grpc.VoxServeStub(channel).SynthesizeStream(request, timeout=60))
+            assert chunks and chunks[0].audio
+
+    with Bystander(speak) as running:
+        yield running
+
+
 @given(sequence=st.lists(requests, max_size=10))
-@settings(max_examples=max(10, settings.default.max_examples // 3))  # ci: 10; VOXSERVE_FUZZ=long: 666
+@settings(  # ci: 10 examples; VOXSERVE_FUZZ=long: 666. The bystander spans all examples, on purpose.
+    max_examples=max(10, settings.default.max_examples // 3),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @example(sequence=[pb.StreamRequest(close=pb.CloseUtterance())] * 30 + [pb.StreamRequest(cancel=pb.Cancel())] * 30)
 @example(sequence=[pb.StreamRequest(text=pb.TextFragment(text="1" * 400)), pb.StreamRequest(close=pb.CloseUtterance())])
-def test_any_request_sequence_gets_clean_answers(server: RunningServer, sequence: list[pb.StreamRequest]) -> None:
+def test_any_request_sequence_gets_clean_answers(
+    server: RunningServer, bystander: Bystander, sequence: list[pb.StreamRequest]
+) -> None:
     with grpc.insecure_channel(server.grpc) as channel:
         call = pb_grpc.VoxServeStub(channel).StreamingSynthesize(iter(sequence), timeout=60)
         try:

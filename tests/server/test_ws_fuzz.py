@@ -1,13 +1,16 @@
 """Protocol fuzzing of the WebSocket: random and adversarial message sequences (wrong order, wrong
 types, binary where text is expected, non-JSON, floods of flush/cancel/close) get only clean answers:
-known events and error codes, a clean close code (never 1011), and the server goes on serving."""
+known events and error codes, a clean close code (never 1011), and the server goes on serving: a normal
+client speaking alongside the fuzzer gets its audio, never a refusal."""
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable, Iterator
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
@@ -50,11 +53,65 @@ messages = st.one_of(
 )
 
 
+class Bystander:
+    """A normal client on its own thread, running ``speak`` (one whole utterance, raising on any refusal
+    or missing audio) again and again until the ``with`` block ends; at least once, to its end."""
+
+    def __init__(self, speak: Callable[[], None]) -> None:
+        self._speak = speak
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.completed = 0
+        self.failures: list[str] = []
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self._speak()
+                self.completed += 1
+            except Exception as exc:
+                self.failures.append(repr(exc))
+            if self._stop.is_set():
+                return
+
+    def __enter__(self) -> Bystander:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(120)
+        assert not self._thread.is_alive(), "the normal client hung"
+        assert self.completed >= 1 and not self.failures, (self.completed, self.failures[:3])
+
+
+def _normal_utterance(server: RunningServer) -> None:
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=PIPER, format="pcm")
+        assert recv_json(ws)["type"] == "ready"
+        send(ws, type="text", text=SHORT)
+        send(ws, type="close")
+        chunks, audio, _ = utterance(ws, timeout=60)
+        assert chunks and len(audio) > 10_000
+
+
+@pytest.fixture()
+def bystander(server: RunningServer) -> Iterator[Bystander]:
+    """A normal WebSocket client speaking throughout the test; its failures fail the test."""
+    with Bystander(lambda: _normal_utterance(server)) as running:
+        yield running
+
+
 @given(sequence=st.lists(messages, max_size=12))
-@settings(max_examples=max(10, settings.default.max_examples // 3))  # ci: 10; VOXSERVE_FUZZ=long: 666
+@settings(  # ci: 10 examples; VOXSERVE_FUZZ=long: 666. The bystander spans all examples, on purpose.
+    max_examples=max(10, settings.default.max_examples // 3),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @example(sequence=[json.dumps({"type": "close"})] * 30 + [json.dumps({"type": "cancel"})] * 30)
 @example(sequence=[b"\x00\x01", '{"type": "config", "speed": NaN}', '{"type": "text", "text": "' + "1" * 400 + '"}'])
-def test_any_message_sequence_gets_clean_answers(server: RunningServer, sequence: list[str | bytes]) -> None:
+def test_any_message_sequence_gets_clean_answers(
+    server: RunningServer, bystander: Bystander, sequence: list[str | bytes]
+) -> None:
     try:
         with connect(server.ws) as ws:
             for message in sequence:
@@ -69,10 +126,4 @@ def test_any_message_sequence_gets_clean_answers(server: RunningServer, sequence
 
 
 def test_and_the_server_still_serves(server: RunningServer) -> None:
-    with connect(server.ws) as ws:
-        send(ws, type="config", voice=PIPER, format="pcm")
-        assert recv_json(ws)["type"] == "ready"
-        send(ws, type="text", text=SHORT)
-        send(ws, type="close")
-        chunks, audio, _ = utterance(ws)
-        assert chunks and len(audio) > 10_000
+    _normal_utterance(server)

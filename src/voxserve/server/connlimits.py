@@ -1,4 +1,4 @@
-"""Bounds on every HTTP/WebSocket client at the connection level (gRPC's come from grpc's own options).
+"""Bounds on every HTTP/WebSocket client at the connection level, and the per-client count gRPC shares.
 
 - ``bounded_h11``: uvicorn's h11 protocol, closing a connection whose request head has not all arrived
   ``header_timeout_s`` after connecting or after the previous response (uvicorn has no such timeout:
@@ -8,6 +8,8 @@
 - ``ClientConnections``: ASGI middleware allowing each client address at most
   ``max_connections_per_client`` requests and WebSockets open at once; beyond, 429 (WebSocket: close
   4029) before any work is done.
+- ``OpenPerClient``: the count behind that cap, one rule for both transports: the gRPC interceptor
+  (grpc_server.py) holds one slot per call in flight, with the same setting.
 """
 
 from __future__ import annotations
@@ -79,31 +81,49 @@ def bounded_h11(timeout_s: float, max_head_bytes: int) -> type[H11Protocol]:
 _TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
 
+class OpenPerClient:
+    """How many connections (or gRPC calls: ``what``) each client address holds open, at most ``limit``
+    (0: any). Used from one event loop, so the count needs no lock."""
+
+    def __init__(self, limit: int, what: str = "connections") -> None:
+        self.limit = limit
+        self.what = what
+        self._open: Counter[str] = Counter()
+
+    def acquire(self, address: str) -> RateLimited | None:
+        """Take a slot for ``address``; the refusal to send instead when it holds ``limit`` already."""
+        if self.limit and self._open[address] >= self.limit:
+            return RateLimited(f"more than {self.limit} {self.what} open from this client", retry_after_s=1.0)
+        self._open[address] += 1
+        return None
+
+    def release(self, address: str) -> None:
+        self._open[address] -= 1
+        if self._open[address] <= 0:
+            del self._open[address]
+
+
 class ClientConnections:
     """Pure ASGI middleware: at most ``limit`` HTTP requests and WebSockets open per client address."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
-        self.limit = limit
-        self._open: Counter[str] = Counter()
+        self._open = OpenPerClient(limit)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or not self.limit:
+        if scope["type"] not in ("http", "websocket") or not self._open.limit:
             await self.app(scope, receive, send)
             return
         client = scope.get("client")
         address = client[0] if client else ""
-        if self._open[address] >= self.limit:
-            refused = RateLimited(f"more than {self.limit} connections open from this client", retry_after_s=1.0)
+        refused = self._open.acquire(address)
+        if refused is not None:
             await _refuse(scope, receive, send, refused)
             return
-        self._open[address] += 1
         try:
             await self.app(scope, receive, send)
         finally:
-            self._open[address] -= 1
-            if not self._open[address]:
-                del self._open[address]
+            self._open.release(address)
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, exc: RateLimited) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +20,7 @@ from grpc_health.v1.health import aio as health_aio
 from voxserve.errors import ClientTooSlow, InvalidInput, VoxError, error_body, grpc_status_name
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
+from voxserve.server.connlimits import OpenPerClient
 from voxserve.server.contexts import open_stream
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
@@ -71,10 +72,24 @@ async def _write(context: grpc.aio.ServicerContext, message: Any, stall: float) 
 
 
 class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
-    """Authenticates, rate-limits and maps errors for every VoxServe method."""
+    """Authenticates, rate-limits, bounds the calls in flight per client (``max_connections_per_client``,
+    as HTTP/WebSocket connections are) and maps errors for every VoxServe method."""
 
     def __init__(self, state: ServerState) -> None:
         self._state = state
+        self._calls = OpenPerClient(state.settings.max_connections_per_client, "calls")
+
+    @contextlib.contextmanager
+    def _slot(self, context: grpc.aio.ServicerContext) -> Iterator[None]:
+        """One of the caller's in-flight calls, held while the call runs; RateLimited past the cap."""
+        address = _client(context, self._state)
+        refused = self._calls.acquire(address)
+        if refused is not None:
+            raise refused
+        try:
+            yield
+        finally:
+            self._calls.release(address)
 
     def _authorize(self, context: grpc.aio.ServicerContext) -> None:
         metadata = dict(context.invocation_metadata() or ())
@@ -100,8 +115,9 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
 
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 try:
-                    self._authorize(context)
-                    reply = await inner_unary(request, context)
+                    with self._slot(context):
+                        self._authorize(context)
+                        reply = await inner_unary(request, context)
                 except asyncio.CancelledError:  # the client cancelled or left
                     count("CANCELLED")
                     raise
@@ -120,11 +136,12 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> None:
             try:
-                self._authorize(context)
-                async for item in streaming(request, context):
-                    if not await _write(context, item, stall):
-                        count("CANCELLED")
-                        return
+                with self._slot(context):
+                    self._authorize(context)
+                    async for item in streaming(request, context):
+                        if not await _write(context, item, stall):
+                            count("CANCELLED")
+                            return
             except asyncio.CancelledError:  # the client cancelled or left
                 count("CANCELLED")
                 raise
