@@ -292,6 +292,7 @@ class Runtime:
             idle_flush_ms=s.idle_flush_ms,
             first_window_s=t.window_first_ms / 1000,
             max_window_s=min(t.window_paced_max_ms, t.window_max_ms) / 1000,
+            max_unpaced_window_s=t.window_max_ms / 1000,
             max_input_chars=s.max_input_chars,
             pace=pace,
         )

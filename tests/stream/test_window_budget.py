@@ -115,7 +115,7 @@ class _Pool:
         return 1, 1.0
 
 
-async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone() -> None:
+async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_ahead() -> None:
     import time
 
     from voxserve.stream.session import SynthesisSession
@@ -123,7 +123,7 @@ async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone() ->
     from voxserve.types import SynthesisParams
 
     pool = _Pool()
-    config = SessionConfig(pace=False, max_window_s=2.0)
+    config = SessionConfig(pace=False, max_window_s=2.0, max_unpaced_window_s=4.0)
     session = SynthesisSession(
         engine=_Engine(),  # type: ignore[arg-type]
         frontend=None,  # type: ignore[arg-type]
@@ -134,13 +134,15 @@ async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone() ->
     )
     try:
         session._t_first_audio = time.monotonic()
-        session._samples_out = 10 * _Engine.sample_rate  # far ahead of any listener
-        assert session._next_window_s() is None  # alone: the engine's largest windows
+        session._samples_out = 10 * _Engine.sample_rate  # far ahead of its listener
+        assert session._next_window_s() == 4.0  # alone: up to the engine's largest, fewest seams
         pool.streams = 2  # another stream shares the cores: no window longer than a paced one
         assert session._next_window_s() == config.max_window_s
-        paced = SessionConfig(pace=True, max_window_s=2.0)
-        session._config = paced
         pool.streams = 1
-        assert session._next_window_s() == paced.max_window_s  # a listener's stream is always sized
+        session._samples_out = int(0.4 * _Engine.sample_rate)  # just after a 0.4 s first window
+        assert session._next_window_s() < 1.0  # still sized for its listener: a 4 s window would stall it
+        session._config = SessionConfig(pace=True, max_window_s=2.0, max_unpaced_window_s=4.0)
+        session._samples_out = 10 * _Engine.sample_rate
+        assert session._next_window_s() == 2.0  # a listener's stream is always within the paced maximum
     finally:
         await session.aclose()

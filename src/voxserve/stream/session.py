@@ -280,25 +280,27 @@ class SynthesisSession:
             first = self._next_window_s()
         return first, self._next_window_s if cost is not None else None
 
-    def _alone_unpaced(self) -> bool:
-        """Nobody plays along (a file, a whole text read as fast as it comes) and no other stream shares
-        the pool: the largest windows, fewest seams. A window holds its cores until it is done, so while
-        other streams share the pool an unpaced stream's windows are no longer than a paced one's: none
-        of them waits behind it for longer than behind a live stream."""
-        return not self._config.pace and self._pool.streams <= 1
+    def _largest_window_s(self) -> float:
+        """The largest window this stream may take now. A window holds its cores until it is done, so a
+        stream played in real time, or any stream while others share the pool, stays within the paced
+        maximum: nobody waits behind it for long. An unpaced stream alone (a file, a whole text read as
+        fast as it comes) may grow to the engine's largest, for fewer seams."""
+        cfg = self._config
+        alone_unpaced = not cfg.pace and self._pool.streams <= 1
+        return max(cfg.max_window_s, cfg.max_unpaced_window_s) if alone_unpaced else cfg.max_window_s
 
     def _next_window_s(self) -> float | None:
-        """Audio the next window may hold to be done before playback needs it (asked from a worker)."""
+        """Audio the next window may hold to be done before its listener needs it (asked from a worker).
+        Every stream is sized for a listener playing from its first audio, as the server counts them."""
         cfg = self._config
-        if self._t_first_audio is not None and self._alone_unpaced():
-            return None
         cost, load = self._budget()
         if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
             return cfg.first_window_s
+        largest = self._largest_window_s()
         if self._t_first_audio is None:
-            return start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
+            return start_window_s(cfg.first_window_s, largest, cost, load)
         ahead = self._samples_out / self.sample_rate - (time.monotonic() - self._t_first_audio)
-        window = next_window_s(ahead, cfg.first_window_s, cfg.max_window_s, cost, load)
+        window = next_window_s(ahead, cfg.first_window_s, largest, cost, load)
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
         return window
 

@@ -17,7 +17,8 @@ class SessionConfig:
     lookahead_s: float = 3.0
     max_input_chars: int = 100_000
     first_window_s: float = 0.4
-    max_window_s: float = 4.0
+    max_window_s: float = 4.0  # largest window of a stream with a listener, or beside other streams
+    max_unpaced_window_s: float = 4.0  # largest window of an unpaced stream alone in the pool
     idle_flush_ms: int = 150
     pace: bool = True  # keep only ``lookahead_s`` of audio ahead of (virtual) real-time playback
 
