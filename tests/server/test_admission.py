@@ -117,3 +117,25 @@ async def test_the_first_stream_is_always_admitted_and_unknown_costs_count_as_sl
     for _ in range(4):  # no learned cost: each stream books 1 / max_streams
         assert await adm.acquire(None) == pytest.approx(0.25)
     assert not adm.fits(None)
+
+
+async def test_stalls_teach_the_limit_and_clean_streams_give_it_back() -> None:
+    adm = Admission(max_streams=100, max_queue=0, max_load=1.0)
+    for _ in range(3):
+        await adm.acquire(0.2)
+    assert adm.fits(0.2)  # 0.6 booked, 0.8 with another: within every core
+    adm.observe(0.2, stalled=True)  # the cores were enough, but a listener still ran dry
+    assert adm.limit == pytest.approx(0.8) and adm.load == pytest.approx(0.6 / 0.8)
+    adm.observe(0.2, stalled=True)
+    assert adm.limit == pytest.approx(0.6) and not adm.fits(0.2)  # three such streams are the most now
+    with pytest.raises(Overloaded):
+        await adm.acquire(0.2)
+    for _ in range(10):
+        adm.observe(0.2, stalled=False)  # ten clean streams undo one stall
+    assert adm.limit == pytest.approx(0.8) and adm.fits(0.2)
+    for _ in range(100):
+        adm.observe(0.2, stalled=False)
+    assert adm.limit == 1.0  # never above what the operator allows
+    for _ in range(20):
+        adm.observe(0.2, stalled=True)
+    assert adm.limit == pytest.approx(0.2)  # never below one stream

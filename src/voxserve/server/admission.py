@@ -7,6 +7,12 @@ the booked shares is the server's load. A new stream is admitted while the load 
 A stream whose cost is not known yet is booked at ``1 / max_streams``. ``max_streams`` stays as the
 operator's ceiling on the number of streams whatever they cost, and the first stream is always admitted.
 
+The limit also learns from the streams themselves. The shares say what the cores can compute; whether
+the scheduler turns that into audio on time is measured by the server's own underrun count. Each stream
+that ends with a stall lowers the limit by its share (never below one stream), and each that ends clean
+raises it by a tenth of its share, up to ``max_load``: the limit settles where admitted streams play
+without stalling on this machine, under this traffic.
+
 A stream that does not fit waits in a bounded FIFO queue for at most ``queue_timeout_s`` (that wait counts
 against its first audio), or is refused at once with :class:`Overloaded` when the queue is full or
 ``max_queue`` is 0. Refusals never touch the engines.
@@ -22,6 +28,7 @@ from collections.abc import AsyncIterator, Callable
 from voxserve.errors import Overloaded, ShuttingDown
 
 _EPS = 1e-9
+_RECOVERY = 0.1  # of a clean stream's share given back to the limit: ten clean streams undo one stall
 
 
 class Admission:
@@ -37,6 +44,7 @@ class Admission:
         self.max_queue = max_queue
         self.queue_timeout_s = queue_timeout_s
         self.max_load = max_load
+        self._limit = max_load  # learned from stalls, within (one stream, max_load]
         self._active = 0
         self._load = 0.0
         self._waiters: deque[tuple[asyncio.Future[None], float]] = deque()
@@ -55,8 +63,22 @@ class Admission:
 
     @property
     def load(self) -> float:
-        """The booked shares of the streams running now: 1.0 is every core kept busy."""
-        return max(0.0, self._load)
+        """The booked shares of the streams running now against the learned limit: 1.0 is full."""
+        return max(0.0, self._load) / self._limit
+
+    @property
+    def limit(self) -> float:
+        """The booked shares admitted at most now (learned from stalls, at most ``max_load``)."""
+        return self._limit
+
+    def observe(self, share: float | None, stalled: bool) -> None:
+        """A stream of ``share`` ended, its listener having stalled or not: move the limit (see above)."""
+        booked = self.share(share)
+        if stalled:
+            self._limit = max(booked, self._limit - booked)
+        else:
+            self._limit = min(self.max_load, self._limit + _RECOVERY * booked)
+        self._changed()
 
     @property
     def draining(self) -> bool:
@@ -67,10 +89,10 @@ class Admission:
         return share if share is not None and share > 0 else 1.0 / self.max_streams
 
     def fits(self, share: float | None = None) -> bool:
-        """Whether a stream of ``share`` could start now without taking the load past ``max_load``."""
+        """Whether a stream of ``share`` could start now without taking the booked shares past the limit."""
         if self._active >= self.max_streams:
             return False
-        return self._active == 0 or self._load + self.share(share) <= self.max_load + _EPS
+        return self._active == 0 or self._load + self.share(share) <= self._limit + _EPS
 
     def start_draining(self) -> None:
         """Refuse new streams from now on; waiting requests are refused too."""
