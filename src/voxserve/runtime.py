@@ -126,10 +126,9 @@ class Runtime:
 
     def _build_pool(self, factory: SessionFactory, cores: int) -> WorkerPool:
         if factory.elastic:  # each job at its share of the cores; a second worker per core runs the
-            # urgent job while the jobs it stopped wait to be readmitted
+            # late job while the jobs it stopped wait to be readmitted
             workers = self.tuning.worker_threads or 2 * factory.intra_op_threads
-            slack = self.tuning.preempt_slack_s or None
-            return WorkerPool(workers, cores=factory.intra_op_threads, levels=factory.levels, preempt_slack_s=slack)
+            return WorkerPool(workers, cores=factory.intra_op_threads, levels=factory.levels)
         workers = self.tuning.worker_threads or max(1, cores // factory.intra_op_threads)
         if self._batch.enabled and not self.tuning.worker_threads:
             workers = max(workers, self._batch.max_batch)  # enough callers in flight to fill a batch

@@ -66,12 +66,12 @@ async def _started(flag: threading.Event) -> None:
     raise AssertionError("the first job never started")
 
 
-async def test_an_urgent_job_stops_a_call_with_time_to_spare_and_the_call_is_made_again(
+async def test_a_late_job_stops_a_call_with_time_to_spare_and_the_call_is_made_again(
     slow_session: ort.InferenceSession,
 ) -> None:
     call_s = _timed_call(slow_session, 0)
     (expected,) = slow_session.run(["y"], _inputs(1))
-    pool = WorkerPool(4, cores=2, levels=(2, 1), preempt_slack_s=1.0)
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
     started, finished = threading.Event(), []
 
     timings: list[float] = []
@@ -91,11 +91,11 @@ async def test_an_urgent_job_stops_a_call_with_time_to_spare_and_the_call_is_mad
         return current_thread_budget()
 
     try:
-        long = asyncio.ensure_future(pool.run(long_job, deadline=time.monotonic() + 30))
+        long = asyncio.ensure_future(pool.run(long_job, deadline=time.monotonic() + 30, cost=call_s))
         await _started(started)
         await asyncio.sleep(call_s / 4)  # the call is now in flight
-        threads = await pool.run(urgent_job, deadline=time.monotonic(), urgent=True)
-        assert threads == 2  # the urgent job had every core
+        threads = await pool.run(urgent_job, deadline=time.monotonic(), cost=0.2)
+        assert threads == 2  # the late job had every core
         assert finished == ["urgent"]  # ... while the long call was stopped
         out = await long
         assert finished == ["urgent", "long"]
@@ -109,7 +109,7 @@ async def test_an_urgent_job_stops_a_call_with_time_to_spare_and_the_call_is_mad
 
 async def test_a_call_whose_audio_is_due_soon_is_not_stopped(slow_session: ort.InferenceSession) -> None:
     call_s = _timed_call(slow_session, 0)
-    pool = WorkerPool(4, cores=2, levels=(2, 1), preempt_slack_s=30.0)
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
     started, finished = threading.Event(), []
 
     def long_job() -> None:
@@ -118,10 +118,11 @@ async def test_a_call_whose_audio_is_due_soon_is_not_stopped(slow_session: ort.I
         finished.append("long")
 
     try:
-        long = asyncio.ensure_future(pool.run(long_job, deadline=time.monotonic() + 10))
+        # the call's audio is due when it is done: stopping it for anything would make it late
+        long = asyncio.ensure_future(pool.run(long_job, deadline=time.monotonic() + call_s, cost=call_s))
         await _started(started)
         await asyncio.sleep(call_s / 4)
-        await pool.run(lambda: finished.append("urgent"), deadline=time.monotonic(), urgent=True)
+        await pool.run(lambda: finished.append("urgent"), deadline=time.monotonic(), cost=0.1)
         await long
         assert finished == ["long", "urgent"]  # it waited for the call, which had too little to spare
         assert pool.preemptions == 0
@@ -131,7 +132,7 @@ async def test_a_call_whose_audio_is_due_soon_is_not_stopped(slow_session: ort.I
 
 async def test_a_stopped_stream_cancelled_while_it_waits_fails_as_cancelled(slow_session: ort.InferenceSession) -> None:
     call_s = _timed_call(slow_session, 0)
-    pool = WorkerPool(4, cores=2, levels=(2, 1), preempt_slack_s=1.0)
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
     control, started, gate = RunControl(), threading.Event(), threading.Event()
 
     def urgent_job() -> str:
@@ -141,11 +142,15 @@ async def test_a_stopped_stream_cancelled_while_it_waits_fails_as_cancelled(slow
 
     try:
         long = asyncio.ensure_future(
-            pool.run(lambda: (started.set(), _timed_call(slow_session, 1, control)), deadline=time.monotonic() + 30)
+            pool.run(
+                lambda: (started.set(), _timed_call(slow_session, 1, control)),
+                deadline=time.monotonic() + 30,
+                cost=call_s,
+            )
         )
         await _started(started)
         await asyncio.sleep(call_s / 4)
-        urgent = asyncio.ensure_future(pool.run(urgent_job, deadline=time.monotonic(), urgent=True))
+        urgent = asyncio.ensure_future(pool.run(urgent_job, deadline=time.monotonic(), cost=0.1))
         await asyncio.sleep(0.1)
         gate.set()
         assert await urgent == "first audio"
@@ -187,13 +192,9 @@ async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_so
         return np.concatenate(chunks)
 
     reading_alone, caller_alone = await speak(reading_text), await speak(caller_text)
-    pool, before, slack = runtime.pool, runtime.pool.preemptions, runtime.pool.preempt_slack_s
-    pool.preempt_slack_s = 0.3  # what the reading has to spare depends on this machine's speed
-    try:
-        event = asyncio.Event()
-        reading, caller = await asyncio.gather(speak(reading_text, ahead=event), speak(caller_text, wait=event))
-    finally:
-        pool.preempt_slack_s = slack
+    pool, before = runtime.pool, runtime.pool.preemptions
+    event = asyncio.Event()
+    reading, caller = await asyncio.gather(speak(reading_text, ahead=event), speak(caller_text, wait=event))
     assert pool.preemptions > before
     assert firsts[caller_text] < lasts[reading_text]  # the caller did not wait for the reading
     # the reading's stopped window was made again from the same inputs: nothing lost or made twice (the

@@ -32,5 +32,6 @@ async def test_two_streams_decode_side_by_side_on_a_core_each(runtime: Runtime, 
     assert cost.recorded(1) > narrow_before  # together: a core each
     for text, audio in zip(TEXTS, audios, strict=True):
         assert wer(text, transcribe(audio, 24_000)) <= 0.15
-    # the same sentence sounds the same whichever share of the cores decoded it
-    assert abs(len(audios[0]) - len(alone)) <= 600
+    # the same sentence sounds the same whichever share of the cores decoded it: the same length within a
+    # few frames (other window cuts move a clause pause's trim; a lost or doubled window is 0.4 s or more)
+    assert abs(len(audios[0]) - len(alone)) <= 0.1 * 24_000

@@ -118,6 +118,7 @@ class _Pool:
 async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_ahead() -> None:
     import time
 
+    from voxserve.stream.playback import PlaybackClock
     from voxserve.stream.session import SynthesisSession
     from voxserve.stream.session_config import SessionConfig
     from voxserve.types import SynthesisParams
@@ -134,15 +135,18 @@ async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_
     )
     try:
         session._t_first_audio = time.monotonic()
-        session._samples_out = 10 * _Engine.sample_rate  # far ahead of its listener
+        session._clock = PlaybackClock()
+        session._clock.on_audio(time.monotonic(), 10.0)  # far ahead of its listener
         assert session._next_window_s() == 4.0  # alone: up to the engine's largest, fewest seams
         pool.streams = 2  # another stream shares the cores: no window longer than a paced one
         assert session._next_window_s() == config.max_window_s
         pool.streams = 1
-        session._samples_out = int(0.4 * _Engine.sample_rate)  # just after a 0.4 s first window
+        session._clock = PlaybackClock()
+        session._clock.on_audio(time.monotonic(), 0.4)  # just after a 0.4 s first window
         assert session._next_window_s() < 1.0  # still sized for its listener: a 4 s window would stall it
         session._config = SessionConfig(pace=True, max_window_s=2.0, max_unpaced_window_s=4.0)
-        session._samples_out = 10 * _Engine.sample_rate
+        session._clock = PlaybackClock()
+        session._clock.on_audio(time.monotonic(), 10.0)
         assert session._next_window_s() == 2.0  # a listener's stream is always within the paced maximum
     finally:
         await session.aclose()

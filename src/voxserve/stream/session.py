@@ -24,10 +24,11 @@ from voxserve.engines.onnx import RunControl
 from voxserve.engines.preemption import work_timer
 from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
 from voxserve.stream.alignment import SourceAligner
+from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session_config import SessionConfig, SessionStats
 from voxserve.stream.timing import word_spans
-from voxserve.stream.window_budget import next_window_s, start_window_s
+from voxserve.stream.window_budget import MARGIN, next_window_s, start_window_s
 from voxserve.text.frontend import Frontend
 from voxserve.text.segment import IncrementalSegmenter, TextSegment
 from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, SynthesisParams, WordTiming
@@ -35,6 +36,9 @@ from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, 
 log = logging.getLogger(__name__)
 
 _END = object()
+# A playing stream's work is due this long before its listener runs dry: a new caller's first audio is
+# due at once, and must not take the cores from a stream about to run dry
+PLAYING_MARGIN_S = 0.5
 _SENTENCE_END = frozenset('.!?。！？…"”)')
 
 
@@ -75,6 +79,7 @@ class SynthesisSession:
         self._control = RunControl()
         self._t_text: float | None = None
         self._t_first_audio: float | None = None
+        self._clock = PlaybackClock()  # the listener, playing from the first audio: when it runs dry
         self._compute_s = 0.0
         self._words: list[WordTiming] = []
         self._source = SourceAligner()  # the sent text, for each word's characters
@@ -219,27 +224,44 @@ class SynthesisSession:
             await self._out.put(_END)
 
     def _deadline(self) -> float:
-        """When the next unit of audio is needed: now for first audio, else when playback runs out."""
-        if self._t_first_audio is None:
+        """When the next unit of audio is needed: at once for the first audio, else when the listener,
+        playing from the first audio in real time, runs out (the moment the server counts a stall)."""
+        if self._clock.runs_dry_at is None:
             return self._t_text or time.monotonic()
-        return self._t_first_audio + self._samples_out / self.sample_rate - 0.5
+        return self._clock.runs_dry_at - PLAYING_MARGIN_S
+
+    def _ahead_s(self) -> float:
+        """Audio sent and not yet played by the listener."""
+        return self._clock.ahead_s(time.monotonic())
 
     async def _pace(self) -> None:
-        if not self._config.pace or self._t_first_audio is None:
+        if not self._config.pace or self._clock.runs_dry_at is None:
             return
-        ahead = self._samples_out / self.sample_rate - (time.monotonic() - self._t_first_audio)
+        ahead = self._ahead_s()
         if ahead > self._config.lookahead_s:
             await asyncio.sleep(ahead - self._config.lookahead_s)
 
-    async def _timed(self, fn: object) -> object:
+    async def _timed(self, fn: object, cost: float = 0.0) -> object:
+        """Run ``fn`` on the pool with this stream's deadline and its expected ``cost`` (seconds)."""
+
         def run() -> tuple[object, float]:
             with work_timer() as spent:  # less any wait for cores after a preemption
                 result = fn()  # type: ignore[operator]
             return result, spent()
 
-        result, spent = await self._pool.run(run, deadline=self._deadline(), urgent=self._t_first_audio is None)
+        result, spent = await self._pool.run(run, deadline=self._deadline(), cost=cost)
         self._compute_s += spent
         return result
+
+    def _window_job_cost(self, window_s: float | None, starts_segment: bool) -> float:
+        """The expected seconds of a job decoding a window of ``window_s`` (``None``: unknown), with the
+        margin window sizes are planned with; a segment's first job also runs its front (about one more
+        window's fixed part). 0 while nothing is learned."""
+        cost, _ = self._budget()
+        if cost is None or window_s is None:
+            return 0.0
+        a, b = cost
+        return MARGIN * (a * (2 if starts_segment else 1) + b * window_s)
 
     async def _speak(self, text_segment: TextSegment) -> None:
         frontend, lang, engine = self._frontend, self.lang, self.engine
@@ -299,7 +321,7 @@ class SynthesisSession:
         largest = self._largest_window_s()
         if self._t_first_audio is None:
             return start_window_s(cfg.first_window_s, largest, cost, load)
-        ahead = self._samples_out / self.sample_rate - (time.monotonic() - self._t_first_audio)
+        ahead = self._ahead_s()
         window = next_window_s(ahead, cfg.first_window_s, largest, cost, load)
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
         return window
@@ -314,12 +336,15 @@ class SynthesisSession:
             next_window_s=next_window,
             control=self._control,
         )
+        starts = True  # the next job is the segment's first: its front and first window
         try:
             while True:
                 await self._pace()
                 if self._cancelled:
                     raise Cancelled("session cancelled")
-                piece = await self._timed(lambda: next(pieces, None))
+                window = first_window if starts else (next_window() if next_window is not None else None)
+                piece = await self._timed(lambda: next(pieces, None), self._window_job_cost(window, starts))
+                starts = False
                 if piece is None:
                     break
                 assert isinstance(piece, EngineAudio)
@@ -386,8 +411,11 @@ class SynthesisSession:
                 self._words = [w for w in self._words if w not in words]
             if len(part) == 0 and not last:
                 continue
-            if len(part) and self._t_first_audio is None:
-                self._t_first_audio = time.monotonic()
+            if len(part):
+                now = time.monotonic()
+                self._clock.on_audio(now, len(part) / self.sample_rate)
+                if self._t_first_audio is None:
+                    self._t_first_audio = now
             chunk = AudioChunk(part, self.sample_rate, self._samples_out, self._chunks, words, final=last)
             self._chunks += 1
             self._samples_out += len(part)
