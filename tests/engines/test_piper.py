@@ -53,3 +53,16 @@ def test_errors(piper: PiperEngine) -> None:
         piper.synthesize("hə☃", "en_US-joe-medium")
     with pytest.raises(InvalidInput, match="empty"):
         piper.synthesize("   ", "en_US-joe-medium")
+
+
+def test_the_whole_sentence_path_stops_for_a_cancelled_stream(piper: PiperEngine) -> None:
+    """Sentence mode (and voices whose graph cannot be split) make one call per sentence: a cancelled
+    stream's call fails as cancelled instead of running to the end."""
+    from voxserve.engines.onnx import RunControl
+    from voxserve.errors import Cancelled
+
+    control = RunControl()
+    control.cancel()
+    with pytest.raises(Cancelled):
+        piper.synthesize(HELLO, "en_US-joe-medium", control=control)
+    assert len(piper.synthesize(HELLO, "en_US-joe-medium", control=RunControl()).samples) > 0
