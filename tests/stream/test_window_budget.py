@@ -115,38 +115,26 @@ class _Pool:
         return 1, 1.0
 
 
-async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_ahead() -> None:
+def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_ahead() -> None:
     import time
 
     from voxserve.stream.playback import PlaybackClock
-    from voxserve.stream.session import SynthesisSession
     from voxserve.stream.session_config import SessionConfig
-    from voxserve.types import SynthesisParams
+    from voxserve.stream.window_budget import WindowPlanner
+
+    def planner(config: SessionConfig, ahead_s: float) -> WindowPlanner:
+        clock = PlaybackClock()
+        clock.on_audio(time.monotonic(), ahead_s)  # the stream's audio so far, its listener just started
+        return WindowPlanner(_Engine(), pool, config, clock)  # type: ignore[arg-type]
 
     pool = _Pool()
     config = SessionConfig(pace=False, max_window_s=2.0, max_unpaced_window_s=4.0)
-    session = SynthesisSession(
-        engine=_Engine(),  # type: ignore[arg-type]
-        frontend=None,  # type: ignore[arg-type]
-        pool=pool,  # type: ignore[arg-type]
-        params=SynthesisParams(voice="v"),
-        lang="en-us",
-        config=config,
-    )
-    try:
-        session._t_first_audio = time.monotonic()
-        session._clock = PlaybackClock()
-        session._clock.on_audio(time.monotonic(), 10.0)  # far ahead of its listener
-        assert session._next_window_s() == 4.0  # alone: up to the engine's largest, fewest seams
-        pool.streams = 2  # another stream shares the cores: no window longer than a paced one
-        assert session._next_window_s() == config.max_window_s
-        pool.streams = 1
-        session._clock = PlaybackClock()
-        session._clock.on_audio(time.monotonic(), 0.4)  # just after a 0.4 s first window
-        assert session._next_window_s() < 1.0  # still sized for its listener: a 4 s window would stall it
-        session._config = SessionConfig(pace=True, max_window_s=2.0, max_unpaced_window_s=4.0)
-        session._clock = PlaybackClock()
-        session._clock.on_audio(time.monotonic(), 10.0)
-        assert session._next_window_s() == 2.0  # a listener's stream is always within the paced maximum
-    finally:
-        await session.aclose()
+    far_ahead = planner(config, 10.0)
+    assert far_ahead.next_s() == 4.0  # alone: up to the engine's largest, fewest seams
+    pool.streams = 2  # another stream shares the cores: no window longer than a paced one
+    assert far_ahead.next_s() == config.max_window_s
+    pool.streams = 1
+    # just after a 0.4 s first window: still sized for its listener, a 4 s window would stall it
+    assert planner(config, 0.4).next_s() < 1.0  # type: ignore[operator]
+    paced = SessionConfig(pace=True, max_window_s=2.0, max_unpaced_window_s=4.0)
+    assert planner(paced, 10.0).next_s() == 2.0  # a listener's stream is always within the paced maximum

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session_config import SessionConfig, SessionStats
 from voxserve.stream.timing import word_spans
-from voxserve.stream.window_budget import MARGIN, next_window_s, start_window_s
+from voxserve.stream.window_budget import WindowPlanner
 from voxserve.text.frontend import Frontend
 from voxserve.text.segment import IncrementalSegmenter, TextSegment
 from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, SynthesisParams, WordTiming
@@ -80,6 +80,7 @@ class SynthesisSession:
         self._t_text: float | None = None
         self._t_first_audio: float | None = None
         self._clock = PlaybackClock()  # the listener, playing from the first audio: when it runs dry
+        self._windows = WindowPlanner(engine, pool, config, self._clock)
         self._compute_s = 0.0
         self._words: list[WordTiming] = []
         self._source = SourceAligner()  # the sent text, for each word's characters
@@ -230,14 +231,10 @@ class SynthesisSession:
             return self._t_text or time.monotonic()
         return self._clock.runs_dry_at - PLAYING_MARGIN_S
 
-    def _ahead_s(self) -> float:
-        """Audio sent and not yet played by the listener."""
-        return self._clock.ahead_s(time.monotonic())
-
     async def _pace(self) -> None:
         if not self._config.pace or self._clock.runs_dry_at is None:
             return
-        ahead = self._ahead_s()
+        ahead = self._clock.ahead_s(time.monotonic())
         if ahead > self._config.lookahead_s:
             await asyncio.sleep(ahead - self._config.lookahead_s)
 
@@ -252,16 +249,6 @@ class SynthesisSession:
         result, spent = await self._pool.run(run, deadline=self._deadline(), cost=cost)
         self._compute_s += spent
         return result
-
-    def _window_job_cost(self, window_s: float | None, starts_segment: bool) -> float:
-        """The expected seconds of a job decoding a window of ``window_s`` (``None``: unknown), with the
-        margin window sizes are planned with; a segment's first job also runs its front (about one more
-        window's fixed part). 0 while nothing is learned."""
-        cost, _ = self._budget()
-        if cost is None or window_s is None:
-            return 0.0
-        a, b = cost
-        return MARGIN * (a * (2 if starts_segment else 1) + b * window_s)
 
     async def _speak(self, text_segment: TextSegment) -> None:
         frontend, lang, engine = self._frontend, self.lang, self.engine
@@ -284,50 +271,8 @@ class SynthesisSession:
             last = i == len(segments) - 1
             await self._speak_windows(segment, text_segment.boundary if last else segment.boundary, last)
 
-    def _budget(self) -> tuple[tuple[float, float] | None, float]:
-        """The engine's learned window cost at the threads this stream's jobs get now, and the load."""
-        threads, load = self._pool.share()
-        learned = self.engine.window_cost
-        return (learned.fit(threads) if learned is not None else None), load
-
-    def _window_plan(self) -> tuple[float | None, Callable[[], float | None] | None]:
-        """The next segment's first window (``None``: the largest) and what sizes the windows after it
-        (``None``: the engine's fixed schedule). See :mod:`.window_budget`."""
-        cfg = self._config
-        cost, load = self._budget()
-        first: float | None
-        if self._t_first_audio is None:
-            first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
-        else:
-            first = self._next_window_s()
-        return first, self._next_window_s if cost is not None else None
-
-    def _largest_window_s(self) -> float:
-        """The largest window this stream may take now. A window holds its cores until it is done, so a
-        stream played in real time, or any stream while others share the pool, stays within the paced
-        maximum: nobody waits behind it for long. An unpaced stream alone (a file, a whole text read as
-        fast as it comes) may grow to the engine's largest, for fewer seams."""
-        cfg = self._config
-        alone_unpaced = not cfg.pace and self._pool.streams <= 1
-        return max(cfg.max_window_s, cfg.max_unpaced_window_s) if alone_unpaced else cfg.max_window_s
-
-    def _next_window_s(self) -> float | None:
-        """Audio the next window may hold to be done before its listener needs it (asked from a worker).
-        Every stream is sized for a listener playing from its first audio, as the server counts them."""
-        cfg = self._config
-        cost, load = self._budget()
-        if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
-            return cfg.first_window_s
-        largest = self._largest_window_s()
-        if self._t_first_audio is None:
-            return start_window_s(cfg.first_window_s, largest, cost, load)
-        ahead = self._ahead_s()
-        window = next_window_s(ahead, cfg.first_window_s, largest, cost, load)
-        log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
-        return window
-
     async def _speak_windows(self, segment: PhonemeSegment, boundary: str, ends_text: bool) -> None:
-        first_window, next_window = self._window_plan()
+        first_window, next_window = self._windows.plan()
         pieces: Iterator[EngineAudio] = self.engine.stream(
             segment.phonemes,
             self.params.voice,
@@ -343,7 +288,7 @@ class SynthesisSession:
                 if self._cancelled:
                     raise Cancelled("session cancelled")
                 window = first_window if starts else (next_window() if next_window is not None else None)
-                piece = await self._timed(lambda: next(pieces, None), self._window_job_cost(window, starts))
+                piece = await self._timed(lambda: next(pieces, None), self._windows.job_cost(window, starts))
                 starts = False
                 if piece is None:
                     break
