@@ -207,9 +207,10 @@ async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_so
     assert _spectral_difference(reading[-last:], reading_alone[-last:]) < 0.02
     assert _spectral_difference(reading, reading_alone) < 0.1
     # the caller's windows were sized for two streams, not one: other cuts, the same speech. The pause
-    # after its first clause is measured on the piece that ends the clause, so other cuts may move it by
-    # up to a few frames; a window lost or made twice would change the length by 0.4 s or more
-    assert abs(len(caller) - len(caller_alone)) <= 0.15 * 24_000
+    # after its first clause is measured on the piece that ends the clause, so other cuts move it (by up
+    # to about 0.23 s seen: the clause's last piece may hold its speech's end or only silence); a window
+    # lost or made twice would change the length by 0.4 s or more
+    assert abs(len(caller) - len(caller_alone)) <= 0.3 * 24_000
     assert _spectral_difference(caller, caller_alone) < 0.3
 
 
