@@ -15,9 +15,11 @@ import onnx
 import pytest
 
 from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.registry import EngineLoad
 from voxserve.engines.windowing import WindowConfig
 from voxserve.models.piper_catalog import discover
 from voxserve.piper_voices import PiperLibrary
+from voxserve.tuning import Tuning
 
 from .audio_util import pcm_rms
 from .support import RunningServer, server_settings
@@ -122,6 +124,7 @@ def test_korean_text_reaches_a_korean_voice_as_its_own_phoneme_ids(server: Runni
 def test_a_graph_without_joes_structure_falls_back_to_sentence_mode(
     tmp_path: Path,
     make_piper_voice,
+    model_store,
     caplog: pytest.LogCaptureFixture,  # type: ignore[no-untyped-def]
 ) -> None:
     linked = make_piper_voice(tmp_path / "odd", "it_IT-other-medium", espeak="it")
@@ -131,14 +134,8 @@ def test_a_graph_without_joes_structure_falls_back_to_sentence_mode(
         node.output[:] = [LATENT_ELSEWHERE if name == "/Mul_7_output_0" else name for name in node.output]
     linked.unlink()
     onnx.save(model, str(linked))
-    library = PiperLibrary(
-        discover(tmp_path / "odd"),
-        SessionFactory(["CPUExecutionProvider"], 1),
-        WindowConfig(),
-        split_root=tmp_path / "split",
-        windowed=True,
-        budget_bytes=1 << 30,
-    )
+    load = EngineLoad(model_store, SessionFactory(["CPUExecutionProvider"], 1), Tuning(), WindowConfig())
+    library = PiperLibrary(discover(tmp_path / "odd"), load, split_root=tmp_path / "split", budget_bytes=1 << 30)
     voice = library.engines["it_IT-other-medium"]
     with caplog.at_level(logging.WARNING, logger="voxserve.piper_voices"):
         pieces = list(voice.stream("bwɔnˈdʒorno", "it_IT-other-medium", first_window_s=0.2))
