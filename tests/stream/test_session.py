@@ -1,4 +1,5 @@
-"""The streaming session end to end with the real models."""
+"""The streaming session: end to end with the real models where the sound matters, else on the fake
+engines (tests/conftest.py: ``fake_runtime``), which have the real engines' voice ids and rates."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import numpy as np
 import pytest
 
 from voxserve.audio import discontinuity_score
+from voxserve.engines.fake import FakeEngine
 from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage
+from voxserve.runtime import Runtime
 from voxserve.types import AudioChunk, SynthesisParams
 
 PIPER = "en_US-joe-medium"
@@ -46,7 +49,8 @@ def longest_silence_s(audio: np.ndarray, rate: int, threshold: float = 0.003) ->
     return longest / 100
 
 
-async def test_chunks_are_contiguous_and_ordered(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_chunks_are_contiguous_and_ordered(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     chunks, session = await collect(runtime, PIPER, REPLY)
     assert [c.index for c in chunks] == list(range(len(chunks)))
     offset = 0
@@ -85,7 +89,8 @@ async def test_token_by_token_input_is_spoken_completely(runtime, transcribe, we
     assert wer(CALLBACK, transcribe(audio_of(chunks), session.sample_rate)) <= 0.10
 
 
-async def test_first_audio_comes_before_the_text_is_finished(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_first_audio_comes_before_the_text_is_finished(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
     session.push_text("Sure, I can help with that. Your order")
     first = await asyncio.wait_for(session.__aiter__().__anext__(), timeout=20)
@@ -93,7 +98,8 @@ async def test_first_audio_comes_before_the_text_is_finished(runtime) -> None:  
     await session.aclose()
 
 
-async def test_flush_speaks_buffered_text_without_punctuation(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_flush_speaks_buffered_text_without_punctuation(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
     session.push_text("hello there")
     session.flush()
@@ -106,22 +112,29 @@ async def test_flush_speaks_buffered_text_without_punctuation(runtime) -> None: 
     assert rest[-1].final
 
 
-async def test_cancel_stops_promptly_and_frees_the_worker(runtime) -> None:  # type: ignore[no-untyped-def]
-    session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
-    session.push_text(PARAGRAPH * 5)
-    session.close()
-    iterator = session.__aiter__()
-    await asyncio.wait_for(iterator.__anext__(), timeout=60)
-    t0 = time.monotonic()
-    session.cancel()
-    rest = [c async for c in iterator]
-    assert time.monotonic() - t0 < 0.5
-    assert len(rest) < 40  # only what was already queued
-    # the model call in flight is aborted too: the worker is free well before a decoder window
-    # (up to ~1.5 s of work) could have finished
-    while runtime.pool.busy or runtime.pool.queue_depth:
-        assert time.monotonic() - t0 < 1.0
-        await asyncio.sleep(0.01)
+async def test_cancel_stops_promptly_and_frees_the_worker(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
+    engine = runtime.engines["kokoro"]
+    assert isinstance(engine, FakeEngine)
+    engine.audio_s = 1.0  # a decoder window costs as long as it plays: seconds for the large ones
+    try:
+        session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
+        session.push_text(PARAGRAPH * 5)
+        session.close()
+        iterator = session.__aiter__()
+        await asyncio.wait_for(iterator.__anext__(), timeout=60)
+        t0 = time.monotonic()
+        session.cancel()
+        rest = [c async for c in iterator]
+        assert time.monotonic() - t0 < 0.5
+        assert len(rest) < 40  # only what was already queued
+        # the model call in flight is aborted too: the worker is free well before a decoder window
+        # (up to ~1.5 s of work) could have finished
+        while runtime.pool.busy or runtime.pool.queue_depth:
+            assert time.monotonic() - t0 < 1.0
+            await asyncio.sleep(0.01)
+    finally:
+        engine.audio_s = FakeEngine().audio_s
 
 
 async def test_long_text_streams_completely_without_gaps_or_clicks(runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
@@ -176,7 +189,8 @@ async def test_mixed_chinese_english_keeps_the_english(runtime) -> None:  # type
     assert len(audio_of(mixed)) > len(audio_of(zh_only)) + 0.5 * 24_000
 
 
-async def test_bad_inputs_give_clear_errors(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_bad_inputs_give_clear_errors(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     with pytest.raises(UnknownVoice, match="unknown voice"):
         runtime.open_session(SynthesisParams(voice="xx_nobody"))
     with pytest.raises(UnsupportedLanguage):
@@ -230,7 +244,8 @@ async def test_streamed_paragraph_matches_the_whole_utterance(runtime) -> None: 
     assert distance_db < 4.0  # windowed decoding shifts the spectrum a little (PESQ ~3.6 vs whole)
 
 
-async def test_a_sentence_end_at_the_end_of_the_buffer_is_spoken_after_a_quiet_spell(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_a_sentence_end_at_the_end_of_the_buffer_is_spoken_after_a_quiet_spell(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
     session.push_text("Sure, I can help with that.")  # nothing follows the period yet
     first = await asyncio.wait_for(session.__aiter__().__anext__(), timeout=20)
@@ -238,7 +253,8 @@ async def test_a_sentence_end_at_the_end_of_the_buffer_is_spoken_after_a_quiet_s
     await session.aclose()
 
 
-async def test_a_number_split_across_fragments_is_not_cut_at_its_decimal_point(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_a_number_split_across_fragments_is_not_cut_at_its_decimal_point(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
     session.push_text("It costs 3.")
     session.push_text("5 dollars.")  # arrives well within the idle window
