@@ -6,14 +6,20 @@ import queue
 
 import pytest
 
+from voxserve.runtime import Runtime
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
+from voxserve.server.runtime_api import RuntimeLike
 
 from .audio_util import pcm_rms
 from .support import PIPER, RunningServer
 from .test_grpc import requests, stub
 from .test_ws_contexts import LONG
 
-pytestmark = pytest.mark.e2e
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
 
 
 def test_contexts_overlap_and_cancel_alone(server: RunningServer) -> None:

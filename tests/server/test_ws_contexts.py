@@ -1,6 +1,6 @@
 """Protocol 2 on the WebSocket: several contexts on one connection (docs/protocol.md).
 
-Real server, real Piper synthesis, the real ``websockets`` client."""
+Real server (on the fake engines: see ``shared_runtime``), the real ``websockets`` client."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
+from voxserve.runtime import Runtime
+from voxserve.server.runtime_api import RuntimeLike
+
 from .audio_util import pcm_rms
 from .support import PIPER, RunningServer
 from .test_ws import recv_json, send
@@ -20,7 +23,11 @@ LONG = (
     "so that the listener has time to change their mind and ask something else instead."
 )
 
-pytestmark = pytest.mark.e2e
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
 
 
 def event(ws: ClientConnection, timeout: float = 30) -> tuple[dict[str, Any], bytes]:

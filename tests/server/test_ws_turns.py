@@ -1,6 +1,7 @@
 """WebSocket utterances one after another: what a voice agent's connection needs between its turns.
 
-Real server, real Piper synthesis, the real ``websockets`` client (see test_ws.py for the basics)."""
+Real server (on the fake engines: see ``shared_runtime``), the real ``websockets`` client (see test_ws.py
+for the basics)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,21 @@ import json
 import threading
 import time
 
+import pytest
 from websockets.sync.client import connect
+
+from voxserve.runtime import Runtime
+from voxserve.server.runtime_api import RuntimeLike
 
 from .audio_util import pcm_rms
 from .support import KOKORO, PIPER, RunningServer
 from .test_ws import recv_json, send, utterance
+
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
 
 
 def test_an_utterance_with_nothing_to_speak_fails_alone(server: RunningServer) -> None:
