@@ -136,8 +136,11 @@ def wer() -> WordErrorRate:
     return wer
 
 
+PiperIds = Callable[[str], list[int]]
+
+
 @pytest.fixture(scope="session")
-def piper_ids(model_store: ModelStore) -> Callable[[str], list[int]]:
+def piper_ids(model_store: ModelStore) -> PiperIds:
     """Turn espeak IPA into Piper's id layout (BOS, pad after every symbol, EOS) with the voice's map."""
     id_map = json.loads(model_store.piper_config().read_text())["phoneme_id_map"]
 
@@ -187,10 +190,11 @@ def make_piper_voice(model_store: ModelStore) -> PiperVoiceMaker:
     return make
 
 
-# Fixtures that load real models, Whisper or a browser: a test using any of them (directly or through
-# another fixture: a server lent the real runtime) belongs to the end-to-end tier, which `make check`
-# leaves out and `make test` runs. A module whose servers are lent `fake_runtime` stays in the unit tier.
-_E2E_FIXTURES = frozenset({"model_store", "runtime", "transcribe", "browser"})
+# Fixtures that load or fetch real models, Whisper or a browser: a test using any of them (directly or
+# through another fixture: a server lent the real runtime) belongs to the end-to-end tier, which
+# `make check` leaves out and `make test` runs. A module whose servers are lent `fake_runtime` stays in
+# the unit tier. registry_fetch (tests/models) downloads the real model packages and copies them per test.
+_E2E_FIXTURES = frozenset({"model_store", "runtime", "transcribe", "browser", "registry_fetch"})
 # Folders and modules whose tests run `voxserve` (models and all) in a subprocess, or build a wheel.
 _E2E_PATHS = ("tests/cli/", "tests/test_packaging.py", "tests/models/test_kokoro_variant.py")
 

@@ -15,7 +15,7 @@ from voxserve.runtime import Runtime
 from voxserve.server.runtime_api import RuntimeLike
 
 from .audio_util import pcm_rms
-from .support import PIPER, RunningServer
+from .support import PIPER, RunningServer, ServerMaker
 from .test_ws import recv_json, send
 
 LONG = (
@@ -114,7 +114,7 @@ def test_cancel_one_context_keeps_the_socket_and_the_other(server: RunningServer
         assert until_done(ws, {"c"})["c"][-1][0]["chunks"] > 0
 
 
-def test_bounds_and_refusals_name_the_context(make_server: Any) -> None:
+def test_bounds_and_refusals_name_the_context(make_server: ServerMaker) -> None:
     small = make_server(max_contexts=2, context_idle_s=0.5)
     with connect(small.ws) as ws:
         open_v2(ws)

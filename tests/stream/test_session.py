@@ -7,6 +7,7 @@ import asyncio
 import itertools
 import statistics
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -15,7 +16,11 @@ from voxserve.audio import discontinuity_score
 from voxserve.engines.fake import FakeEngine
 from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage
 from voxserve.runtime import Runtime
+from voxserve.stream.session import SynthesisSession
 from voxserve.types import AudioChunk, SynthesisParams
+
+if TYPE_CHECKING:
+    from tests.conftest import Transcriber, WordErrorRate
 
 PIPER = "en_US-joe-medium"
 REPLY = "Sure, I can help with that. Your order shipped this morning and should arrive on Thursday."
@@ -26,7 +31,7 @@ PARAGRAPH = (
 )
 
 
-async def collect(runtime, voice: str, text: str, **kw) -> tuple[list[AudioChunk], object]:  # type: ignore[no-untyped-def]
+async def collect(runtime: Runtime, voice: str, text: str, **kw: Any) -> tuple[list[AudioChunk], SynthesisSession]:
     session = runtime.open_session(SynthesisParams(voice=voice, **kw), pace=False)
     session.push_text(text)
     session.close()
@@ -66,7 +71,9 @@ async def test_chunks_are_contiguous_and_ordered(fake_runtime: Runtime) -> None:
 
 
 @pytest.mark.parametrize("voice", [PIPER, "af_heart"])
-async def test_english_is_intelligible(runtime, transcribe, wer, voice: str) -> None:  # type: ignore[no-untyped-def]
+async def test_english_is_intelligible(
+    runtime: Runtime, transcribe: Transcriber, wer: WordErrorRate, voice: str
+) -> None:
     text = REPLY + " " + CALLBACK
     chunks, session = await collect(runtime, voice, text)
     heard = transcribe(audio_of(chunks), session.sample_rate)
@@ -74,7 +81,9 @@ async def test_english_is_intelligible(runtime, transcribe, wer, voice: str) -> 
     assert wer(text, heard) <= 0.10, heard
 
 
-async def test_token_by_token_input_is_spoken_completely(runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
+async def test_token_by_token_input_is_spoken_completely(
+    runtime: Runtime, transcribe: Transcriber, wer: WordErrorRate
+) -> None:
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
 
     async def feed() -> None:
@@ -137,7 +146,9 @@ async def test_cancel_stops_promptly_and_frees_the_worker(fake_runtime: Runtime)
         engine.audio_s = FakeEngine().audio_s
 
 
-async def test_long_text_streams_completely_without_gaps_or_clicks(runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
+async def test_long_text_streams_completely_without_gaps_or_clicks(
+    runtime: Runtime, transcribe: Transcriber, wer: WordErrorRate
+) -> None:
     sentences = [
         "Chapter one begins on a grey morning in a small harbour town.",
         "The fishing boats had left before dawn, and the quay was quiet except for the gulls.",
@@ -175,7 +186,7 @@ async def test_long_text_streams_completely_without_gaps_or_clicks(runtime, tran
         ("hf_alpha", "नमस्ते, आप कैसे हैं?"),
     ],
 )
-async def test_every_language_speaks(runtime, voice: str, text: str) -> None:  # type: ignore[no-untyped-def]
+async def test_every_language_speaks(runtime: Runtime, voice: str, text: str) -> None:
     chunks, session = await collect(runtime, voice, text)
     audio = audio_of(chunks)
     seconds = len(audio) / session.sample_rate
@@ -183,7 +194,7 @@ async def test_every_language_speaks(runtime, voice: str, text: str) -> None:  #
     assert float(np.sqrt(np.mean(audio**2))) > 0.02
 
 
-async def test_mixed_chinese_english_keeps_the_english(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_mixed_chinese_english_keeps_the_english(runtime: Runtime) -> None:
     zh_only, _ = await collect(runtime, "zf_xiaoxiao", "我喜欢用。")
     mixed, _ = await collect(runtime, "zf_xiaoxiao", "我喜欢用 Python 和 JavaScript。")
     assert len(audio_of(mixed)) > len(audio_of(zh_only)) + 0.5 * 24_000
@@ -207,7 +218,7 @@ async def test_bad_inputs_give_clear_errors(fake_runtime: Runtime) -> None:
             _ = [c async for c in session]
 
 
-async def test_control_characters_speak_and_other_scripts_are_refused_by_name(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_control_characters_speak_and_other_scripts_are_refused_by_name(runtime: Runtime) -> None:
     text = "Hello\x00 there\x07, friend.\u200b Again and 🙂 done."
     chunks, session = await collect(runtime, PIPER, text)
     assert len(audio_of(chunks)) / session.sample_rate > 1.0
@@ -224,7 +235,7 @@ def long_term_spectrum(audio: np.ndarray, n_fft: int = 1024) -> np.ndarray:
     return np.log10(np.mean(np.abs(np.fft.rfft(windowed, axis=1)) ** 2, axis=0) + 1e-10)
 
 
-async def test_streamed_paragraph_matches_the_whole_utterance(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_streamed_paragraph_matches_the_whole_utterance(runtime: Runtime) -> None:
     from voxserve.audio import trim_silence
 
     engine = runtime.engines["kokoro"]
@@ -265,7 +276,7 @@ async def test_a_number_split_across_fragments_is_not_cut_at_its_decimal_point(f
 
 
 @pytest.mark.parametrize("voice", ["af_heart", PIPER])
-async def test_word_timings_follow_the_audio(runtime, transcribe, voice: str) -> None:  # type: ignore[no-untyped-def]
+async def test_word_timings_follow_the_audio(runtime: Runtime, transcribe: Transcriber, voice: str) -> None:
     chunks, session = await collect(runtime, voice, CALLBACK)
     words = [w for c in chunks for w in c.words]
     assert [w.word for w in words] == CALLBACK.replace(".", "").split()
@@ -282,7 +293,7 @@ async def test_word_timings_follow_the_audio(runtime, transcribe, voice: str) ->
     assert statistics.median(diffs) < 0.15
 
 
-async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime: Runtime) -> None:
     """A long first sentence without commas is cut between words for fast first audio; the model ends
     that piece as if the sentence ended (~0.3 s of silence), which must not reach the listener."""
     text = (
@@ -291,6 +302,6 @@ async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime) -> None:  # type: 
     )
     chunks, session = await collect(runtime, "af_heart", text)
     audio = audio_of(chunks)
-    (join,) = session.join_positions  # type: ignore[attr-defined]
+    (join,) = session.join_positions
     around = audio[join - int(0.4 * 24000) : join + int(0.4 * 24000)]  # the model's own pauses elsewhere stay
     assert longest_silence_s(around, 24000) < 0.12  # was 0.33 s

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
+from voxserve.engines.base import Engine
 from voxserve.engines.windowing import WindowCost
+from voxserve.stream.pool import WorkerPool
 from voxserve.stream.window_budget import (
     GAINING_CAP_S,
     MARGIN,
@@ -11,6 +15,7 @@ from voxserve.stream.window_budget import (
     next_window_s,
     start_window_s,
 )
+from voxserve.text.frontend import Frontend
 
 FIRST, LARGEST = 0.4, 4.0
 WIDE = (0.17, 0.35)  # seconds of work per window and per audio second: Kokoro alone on 2 cores
@@ -76,7 +81,9 @@ def test_window_cost_learns_the_fixed_and_per_second_cost() -> None:
     assert cost.fit() is None  # too few samples, all of similar size
     for decoded_s in (1.4, 4.0):
         cost.record(decoded_s, 0.015 + 0.36 * decoded_s)
-    a, b = cost.fit()  # type: ignore[misc]
+    fit = cost.fit()
+    assert fit is not None
+    a, b = fit
     # per window: the call itself plus 0.2 s of context decoded on each side
     assert a == pytest.approx(0.015 + 0.4 * 0.36) and b == pytest.approx(0.36)
 
@@ -87,8 +94,9 @@ def test_window_cost_is_learned_per_thread_count() -> None:
         cost.record(decoded_s, 0.6 * decoded_s, threads=1)
         cost.record(decoded_s, 0.35 * decoded_s, threads=2)
     assert cost.fit() is None  # nothing recorded without a thread budget
-    assert cost.fit(1)[1] == pytest.approx(0.6)  # type: ignore[index]
-    assert cost.fit(2)[1] == pytest.approx(0.35)  # type: ignore[index]
+    narrow, wide = cost.fit(1), cost.fit(2)
+    assert narrow is not None and narrow[1] == pytest.approx(0.6)
+    assert wide is not None and wide[1] == pytest.approx(0.35)
     cost.forget(1)
     assert cost.fit(1) is None and cost.fit(2) is not None
 
@@ -125,9 +133,9 @@ async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_
     pool = _Pool()
     config = SessionConfig(pace=False, max_window_s=2.0, max_unpaced_window_s=4.0)
     session = SynthesisSession(
-        engine=_Engine(),  # type: ignore[arg-type]
-        frontend=None,  # type: ignore[arg-type]
-        pool=pool,  # type: ignore[arg-type]
+        engine=cast(Engine, _Engine()),
+        frontend=cast(Frontend, None),  # a window's size needs no text
+        pool=cast(WorkerPool, pool),
         params=SynthesisParams(voice="v"),
         lang="en-us",
         config=config,
@@ -140,7 +148,8 @@ async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_
         assert session._next_window_s() == config.max_window_s
         pool.streams = 1
         session._samples_out = int(0.4 * _Engine.sample_rate)  # just after a 0.4 s first window
-        assert session._next_window_s() < 1.0  # still sized for its listener: a 4 s window would stall it
+        window = session._next_window_s()
+        assert window is not None and window < 1.0  # still sized for its listener: a 4 s window would stall it
         session._config = SessionConfig(pace=True, max_window_s=2.0, max_unpaced_window_s=4.0)
         session._samples_out = 10 * _Engine.sample_rate
         assert session._next_window_s() == 2.0  # a listener's stream is always within the paced maximum
