@@ -162,6 +162,34 @@ async def test_a_stopped_stream_cancelled_while_it_waits_fails_as_cancelled(slow
         pool.close()
 
 
+class Interruption:
+    """Streams of ``runtime`` that record when their first and last chunks came: a reading sets ``ahead``
+    once ``ahead_s`` of its audio is out; a caller waits for it, then ``wait_s`` more, and starts."""
+
+    def __init__(self, runtime: Runtime, *, ahead_s: float, wait_s: float) -> None:
+        self.runtime, self.ahead_s, self.wait_s = runtime, ahead_s, wait_s
+        self.firsts: dict[str, float] = {}
+        self.lasts: dict[str, float] = {}
+
+    async def speak(
+        self, text: str, ahead: asyncio.Event | None = None, wait: asyncio.Event | None = None
+    ) -> np.ndarray:
+        if wait is not None:
+            await wait.wait()
+            await asyncio.sleep(self.wait_s)
+        session = self.runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
+        session.push_text(text)
+        session.close()
+        chunks = []
+        async for chunk in session:
+            self.firsts.setdefault(text, time.monotonic())
+            self.lasts[text] = time.monotonic()
+            chunks.append(chunk.samples)
+            if ahead is not None and session.stats.audio_s > self.ahead_s:
+                ahead.set()
+        return np.concatenate(chunks)
+
+
 async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_sound_as_alone(
     runtime: Runtime,
 ) -> None:
@@ -173,24 +201,10 @@ async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_so
         "which is charged to the card that borrowed it once the book is more than two months overdue."
     )
     caller_text = "Hello, how can I help you today?"
-    firsts: dict[str, float] = {}
-    lasts: dict[str, float] = {}
-
-    async def speak(text: str, ahead: asyncio.Event | None = None, wait: asyncio.Event | None = None) -> np.ndarray:
-        if wait is not None:
-            await wait.wait()
-            await asyncio.sleep(0.3)  # the reading is now decoding its long last sentence
-        session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
-        session.push_text(text)
-        session.close()
-        chunks = []
-        async for chunk in session:
-            firsts.setdefault(text, time.monotonic())
-            lasts[text] = time.monotonic()
-            chunks.append(chunk.samples)
-            if ahead is not None and session.stats.audio_s > 5.0:
-                ahead.set()  # two sentences are out, far ahead of playback: the rest has seconds to spare
-        return np.concatenate(chunks)
+    # two sentences out is far ahead of playback: the rest has seconds to spare; 0.3 s later the reading
+    # is decoding its long last sentence
+    speaking = Interruption(runtime, ahead_s=5.0, wait_s=0.3)
+    speak, firsts, lasts = speaking.speak, speaking.firsts, speaking.lasts
 
     reading_alone, caller_alone = await speak(reading_text), await speak(caller_text)
     pool, before, slack = runtime.pool, runtime.pool.preemptions, runtime.pool.preempt_slack_s
@@ -237,24 +251,8 @@ async def test_on_the_fake_engine_a_new_caller_stops_a_reading_window_and_nothin
     assert isinstance(engine, FakeEngine)
     reading_text = "The library opens at nine on weekdays and at ten on weekends. " * 2
     caller_text = "Hello, how can I help you today?"
-    firsts: dict[str, float] = {}
-    lasts: dict[str, float] = {}
-
-    async def speak(text: str, ahead: asyncio.Event | None = None, wait: asyncio.Event | None = None) -> np.ndarray:
-        if wait is not None:
-            await wait.wait()
-            await asyncio.sleep(0.1)  # the reading is decoding a long window now
-        session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
-        session.push_text(text)
-        session.close()
-        chunks = []
-        async for chunk in session:
-            firsts.setdefault(text, time.monotonic())
-            lasts[text] = time.monotonic()
-            chunks.append(chunk.samples)
-            if ahead is not None and session.stats.audio_s > 3.0:
-                ahead.set()
-        return np.concatenate(chunks)
+    speaking = Interruption(runtime, ahead_s=3.0, wait_s=0.1)  # then the reading decodes a long window
+    speak, firsts, lasts = speaking.speak, speaking.firsts, speaking.lasts
 
     pool, before, slack = runtime.pool, runtime.pool.preemptions, runtime.pool.preempt_slack_s
     engine.audio_s = 0.3
