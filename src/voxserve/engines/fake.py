@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -71,7 +70,6 @@ class FakeEngine:
         self.hop = round(sample_rate * FRAME_S)
         self.context_frames = self.windows.frames(self.windows.context_s, FRAME_S)
         self._cost = WindowCost(context_s=self.context_frames * FRAME_S)
-        self.calls = 0  # model calls made (windows decoded, or whole sentences)
 
     @property
     def window_cost(self) -> WindowCost:
@@ -176,7 +174,6 @@ class FakeEngine:
         """One model call's worth of waiting, stopped like an ONNX Runtime call (cancel, preemption)."""
         if control is not None and control.cancelled:
             raise Cancelled("fake engine: the stream was cancelled")
-        self.calls += 1
         seconds = self.window_s + self.audio_s * decoded_s
         try:
             run_preemptible(
@@ -190,14 +187,13 @@ class FakeEngine:
             raise
 
 
-def _wait(seconds: float, options: ort.RunOptions | None) -> Any:
+def _wait(seconds: float, options: ort.RunOptions | None) -> None:
     """Sleep ``seconds`` in short steps; a set ``options.terminate`` stops it as it stops a model call."""
     end = time.perf_counter() + seconds
     while (left := end - time.perf_counter()) > 0:
         if options is not None and options.terminate:
             raise RuntimeError("the fake model call was terminated")
         time.sleep(min(left, 0.001))
-    return None
 
 
 def fake_loader(
