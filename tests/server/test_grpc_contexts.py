@@ -1,4 +1,5 @@
-"""Protocol 2 on gRPC ``StreamingSynthesize``: contexts named by ``context_id`` (docs/protocol.md)."""
+"""Protocol 2 on gRPC ``StreamingSynthesize``: contexts named by ``context_id`` (docs/protocol.md), with
+the real models: the contexts' end-to-end check (test_ws_contexts.py checks the protocol on the fake engines)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,14 @@ import queue
 
 import pytest
 
-from voxserve.runtime import Runtime
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
-from voxserve.server.runtime_api import RuntimeLike
 
 from .audio_util import pcm_rms
 from .support import PIPER, RunningServer
 from .test_grpc import requests, stub
 from .test_ws_contexts import LONG
 
-
-@pytest.fixture(scope="module")
-def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
-    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
-    return fake_runtime
+pytestmark = pytest.mark.e2e
 
 
 def test_contexts_overlap_and_cancel_alone(server: RunningServer) -> None:
