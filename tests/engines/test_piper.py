@@ -7,12 +7,13 @@ import pytest
 
 from voxserve.engines.piper import PiperEngine
 from voxserve.errors import InvalidInput, UnknownVoice
+from voxserve.runtime import Runtime
 
 HELLO = "həlˈoʊ ðˈɛɹ, hˌaʊ kæn aɪ hˈɛlp juː tədˈeɪ?"
 
 
 @pytest.fixture(scope="module")
-def piper(runtime) -> PiperEngine:  # type: ignore[no-untyped-def]
+def piper(runtime: Runtime) -> PiperEngine:
     engine = runtime.engines["piper"]
     assert isinstance(engine, PiperEngine)
     return engine

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -192,9 +193,9 @@ async def test_a_jobs_cores_are_free_before_its_result_arrives(monkeypatch: pyte
     free_at_delivery: list[int] = []
     deliver = pool_module._deliver
 
-    def watching(*args: object) -> None:
+    def watching(*args: Any) -> None:
         free_at_delivery.append(pool._free)
-        deliver(*args)  # type: ignore[arg-type]
+        deliver(*args)
 
     monkeypatch.setattr(pool_module, "_deliver", watching)
     try:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import random
 import threading
+from typing import cast
 
 import pytest
 
@@ -33,7 +34,7 @@ def test_unsupported_language_lists_supported(frontend: Frontend) -> None:
 
 def test_unknown_alphabet(frontend: Frontend) -> None:
     with pytest.raises(InvalidInput, match="alphabet"):
-        frontend.phonemize("hello", "en-us", "arpabet")  # type: ignore[arg-type]
+        frontend.phonemize("hello", "en-us", cast(Alphabet, "arpabet"))
 
 
 def test_input_too_large(text_settings: Settings) -> None:
