@@ -5,9 +5,11 @@ speaking alongside the fuzzer gets its audio, never a refusal."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import grpc
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -16,7 +18,7 @@ from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
 from .support import PIPER, SHORT, RunningServer
-from .test_ws_fuzz import KNOWN_CODES, Bystander
+from .test_ws_fuzz import KNOWN_CODES, Bystander, Spoken
 
 pytestmark = pytest.mark.e2e
 CLEAN = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.CANCELLED}
@@ -49,13 +51,17 @@ requests = st.one_of(
 def bystander(server: RunningServer) -> Iterator[Bystander]:
     """A normal gRPC client streaming whole utterances throughout the test; its failures fail the test."""
 
-    def speak() -> None:
+    def speak() -> Spoken:
         with grpc.insecure_channel(server.grpc) as channel:
             request = pb.SynthesizeRequest(text=SHORT, voice=PIPER, format="pcm")
-            chunks = list(pb_grpc.VoxServeStub(channel).SynthesizeStream(request, timeout=60))
-            assert chunks and chunks[0].audio
+            started = time.perf_counter()
+            chunks = pb_grpc.VoxServeStub(channel).SynthesizeStream(request, timeout=60)
+            audio = [next(chunks).audio]
+            first_s = time.perf_counter() - started
+            audio.extend(chunk.audio for chunk in chunks)
+            return first_s, np.frombuffer(b"".join(audio), dtype=np.int16)
 
-    with Bystander(speak) as running:
+    with Bystander("gRPC", speak) as running:
         yield running
 
 
