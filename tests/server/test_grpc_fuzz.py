@@ -1,7 +1,8 @@
 """Protocol fuzzing of gRPC's bidirectional stream: random message sequences (config with any values,
 text of any Unicode, floods of flush/cancel/close, an empty oneof) end only in known events and error
 codes; the call ends OK or with a client-error status, never INTERNAL or UNKNOWN; and a normal gRPC client
-speaking alongside the fuzzer gets its audio, never a refusal."""
+speaking alongside the fuzzer gets complete audio of the length it gets alone, never an error (see
+``Bystander`` in test_ws_fuzz.py)."""
 
 from __future__ import annotations
 

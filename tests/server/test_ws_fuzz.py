@@ -2,8 +2,9 @@
 types, binary where text is expected, invalid UTF-8 text frames, giant frames, non-JSON, floods of
 flush/cancel/close, protocol 2 contexts by any id and more of them than allowed) get only clean answers:
 known events and error codes, a clean close code (never 1011), and the server goes on serving: a normal
-client speaking alongside the fuzzer gets complete audio of the length it gets alone, never a refusal
-(its first-audio times alone and during the fuzzing are printed, not asserted)."""
+client speaking alongside the fuzzer gets complete audio of the length it gets alone, never an error (a
+refusal because the server is full is asked again, and counted; its first-audio times alone and during
+the fuzzing are printed, not asserted)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from voxserve.benchmark.mischief import refused_busy
 from voxserve.errors import VoxError
 
 from .support import PIPER, SHORT, RunningServer
@@ -77,17 +79,20 @@ messages = st.one_of(
     st.lists(values, max_size=3).map(json.dumps),
     st.binary(max_size=32),
     st.binary(min_size=1, max_size=16).map(lambda raw: RawText(b"\xff" + raw)),  # never valid UTF-8
-    st.sampled_from([70_000, 1_000_000]).map(lambda n: json.dumps({"type": "text", "text": "a" * n})),  # giant
+    # giant frames, past max_ws_message_bytes (64 KiB) but within the socket buffers: a frame of megabytes
+    # is cut by the server's close while the client still writes it (a broken pipe, no close code to check)
+    st.sampled_from([66_000, 70_000]).map(lambda n: json.dumps({"type": "text", "text": "a" * n})),
     st.text(max_size=30),
 )
 MANY_CONTEXTS = [json.dumps({"type": "config", "protocol": 2, "voice": PIPER, "format": "pcm"})] + [
-    json.dumps({"type": "text", "context_id": f"c{i}", "text": "Hello there. "}) for i in range(40)
+    json.dumps({"type": "text", "context_id": f"c{i}", "text": "Hello there. "}) for i in range(12)
 ]
 
 
 # (first audio seconds, the utterance's 16-bit PCM) of one normal utterance
 Spoken = tuple[float, np.ndarray]
 BASELINE_RUNS = 3
+RETRY_FOR_S = 60.0
 RATE = 22050  # en_US-joe-medium's
 
 
@@ -110,6 +115,7 @@ class Bystander:
         self.before: list[float] = []
         self.during: list[float] = []
         self.length_s = 0.0
+        self.refused = 0
 
     def _check(self, spoken: Spoken) -> float:
         first_s, pcm = spoken
@@ -123,17 +129,30 @@ class Bystander:
     def _run(self) -> None:
         while True:
             try:
-                self.during.append(self._check(self._speak()))
+                self.during.append(self._check(self._spoken()))
                 self.completed += 1
             except Exception as exc:
                 self.failures.append(repr(exc))
             if self._stop.is_set():
                 return
 
+    def _spoken(self) -> Spoken:
+        """One utterance; a refusal because the server is full (its documented answer to overload, where
+        the fuzzer's streams hold its capacity) is asked again after a pause, as a client would."""
+        deadline = time.monotonic() + RETRY_FOR_S
+        while True:
+            try:
+                return self._speak()
+            except Exception as exc:
+                if not refused_busy(repr(exc)) or time.monotonic() > deadline:
+                    raise
+                self.refused += 1
+                time.sleep(0.5)
+
     def __enter__(self) -> Bystander:
         lengths = []
         for _ in range(BASELINE_RUNS):
-            spoken = self._speak()
+            spoken = self._spoken()
             self.before.append(self._check(spoken))
             lengths.append(len(spoken[1]) / RATE)
         self.length_s = float(np.median(lengths))
@@ -148,8 +167,8 @@ class Bystander:
         before, during = float(np.median(self.before)), float(np.median(self.during))
         print(
             f"\n{self.name} normal client: first audio P50 {before * 1000:.0f} ms alone ({len(self.before)}), "
-            f"{during * 1000:.0f} ms during fuzzing ({len(self.during)} utterances, all complete): "
-            f"ratio {during / before:.2f}"
+            f"{during * 1000:.0f} ms during fuzzing ({len(self.during)} utterances, all complete; "
+            f"{self.refused} capacity refusals asked again): ratio {during / before:.2f}"
         )
 
 
@@ -199,8 +218,8 @@ def test_any_message_sequence_gets_clean_answers(
                 if event["type"] == "error":
                     assert event["code"] in KNOWN_CODES and event["code"] != "internal_error", event
     except ConnectionClosed as closed:
-        # 1007 invalid UTF-8, 1008 policy (bad message), 1009 too big: never 1011
-        assert closed.rcvd is not None and closed.rcvd.code in (1000, 1007, 1008, 1009), closed.rcvd
+        # 1007 invalid UTF-8, 1008 policy (bad message), 1009 too big, 1013 server full: never 1011
+        assert closed.rcvd is not None and closed.rcvd.code in (1000, 1007, 1008, 1009, 1013), closed.rcvd
 
 
 def test_and_the_server_still_serves(server: RunningServer) -> None:
