@@ -93,6 +93,7 @@ MANY_CONTEXTS = [json.dumps({"type": "config", "protocol": 2, "voice": PIPER, "f
 Spoken = tuple[float, np.ndarray]
 BASELINE_RUNS = 3
 RETRY_FOR_S = 60.0
+FRAME_LIMIT = 64 * 1024  # max_ws_message_bytes' default
 RATE = 22050  # en_US-joe-medium's
 
 
@@ -218,8 +219,14 @@ def test_any_message_sequence_gets_clean_answers(
                 if event["type"] == "error":
                     assert event["code"] in KNOWN_CODES and event["code"] != "internal_error", event
     except ConnectionClosed as closed:
+        if closed.rcvd is None:
+            # the server fails the connection on a frame it cannot take (invalid UTF-8, too big) and
+            # closes the socket; a client still writing the next messages then gets a broken pipe and
+            # never reads the close frame
+            assert any(isinstance(m, RawText) or len(m) > FRAME_LIMIT for m in sequence), closed
+            return
         # 1007 invalid UTF-8, 1008 policy (bad message), 1009 too big, 1013 server full: never 1011
-        assert closed.rcvd is not None and closed.rcvd.code in (1000, 1007, 1008, 1009, 1013), closed.rcvd
+        assert closed.rcvd.code in (1000, 1007, 1008, 1009, 1013), closed.rcvd
 
 
 def test_and_the_server_still_serves(server: RunningServer) -> None:
