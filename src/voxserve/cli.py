@@ -14,12 +14,15 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from voxserve.errors import VoxError
+from voxserve.errors import InvalidInput, VoxError
 from voxserve.settings import Settings
 from voxserve.types import MAX_OUTPUT_RATE as MAX_RATE
 from voxserve.types import MIN_OUTPUT_RATE as MIN_RATE
+
+if TYPE_CHECKING:
+    from voxserve.models import ModelStore
 
 # File extensions that name an output format; other extensions say nothing about it.
 _FORMAT_BY_EXTENSION = {
@@ -243,6 +246,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.names:
         return _fetch_piper_voices(settings, args.action, args.names)
     store = ModelStore(settings)
+    if args.action == "encrypt":
+        return _encrypt_models(store, args)
     from voxserve.engines.onnx import resolve_providers
     from voxserve.models.split_cache import resolve_precision, split_builder
 
@@ -256,6 +261,26 @@ def cmd_models(args: argparse.Namespace) -> int:
             _learn_voices(settings, quiet=args.quiet)
     else:
         print(format_listing(store.installed()))
+    return 0
+
+
+def _encrypt_models(store: ModelStore, args: argparse.Namespace) -> int:
+    """Seal every ONNX graph of the cache (whole models and split graphs) with the key in ``--key-file``
+    and remove the plain files; the server then needs that key (docs/security.md)."""
+    from voxserve.models.sealed import ModelKey, seal_tree
+
+    if not args.key_file:
+        raise InvalidInput("models encrypt needs --key-file (add --generate-key to create a new key there)")
+    key_file = Path(args.key_file).expanduser()
+    if args.generate_key:
+        try:
+            ModelKey.generate().write(key_file)
+        except FileExistsError:
+            raise InvalidInput(f"{key_file} exists; --generate-key never overwrites a key") from None
+    key = ModelKey.from_file(key_file)
+    sealed = seal_tree(store.root, key)
+    print(f"sealed {len(sealed)} model files in {store.root} with key id {key.key_id.hex()}")
+    print(f"serve them with VOXSERVE_MODEL_KEY_FILE={key_file}")
     return 0
 
 
@@ -326,14 +351,18 @@ def build_parser() -> argparse.ArgumentParser:
     voices = sub.add_parser("voices", help="list voices")
     voices.set_defaults(func=cmd_voices)
 
-    models = sub.add_parser("models", help="fetch or list model files")
-    models.add_argument("action", choices=["fetch", "list"])
+    models = sub.add_parser("models", help="fetch, list or encrypt model files")
+    models.add_argument("action", choices=["fetch", "list", "encrypt"])
     models.add_argument(
         "names", nargs="*", help="catalog voices to fetch instead of the built-in models (piper:<voice>)"
     )
     models.add_argument("--force", action="store_true", help="fetch again even if present")
     models.add_argument(
         "--no-learn", dest="no_learn", action="store_true", help="skip learning the voices' decoder statistics"
+    )
+    models.add_argument("--key-file", dest="key_file", help="encrypt: file of the AES-256 key (64 hex characters)")
+    models.add_argument(
+        "--generate-key", dest="generate_key", action="store_true", help="encrypt: write a new key to --key-file first"
     )
     models.set_defaults(func=cmd_models)
 

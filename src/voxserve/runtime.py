@@ -85,6 +85,7 @@ class Runtime:
                 self.settings.resolved_intra_op_threads(cores),
                 spinning=self.tuning.onnx_spinning,
                 elastic=self._elastic(),
+                read_sealed=self.store.read_sealed,
             )
             self._batch = batch_policy(self.settings, self.tuning, factory.on_gpu)
             self._cores, self._on_gpu = factory.intra_op_threads, factory.on_gpu

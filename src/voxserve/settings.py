@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ModelSource = Literal["local", "hf", "registry"]
@@ -59,6 +59,14 @@ class Settings(BaseSettings):
     )
     precision: Precision = Field(
         default="auto", description="Kokoro decoder precision: auto = int8 on CPU, fp16 on GPU."
+    )
+    model_key_file: Path | None = Field(
+        default=None,
+        description="Key of the sealed (encrypted) model files: a file holding 64 hex characters "
+        "(docs/security.md, 'voxserve models encrypt').",
+    )
+    model_key: SecretStr | None = Field(
+        default=None, description="The same key in the environment (VOXSERVE_MODEL_KEY) instead of a file."
     )
 
     # --- runtime ----------------------------------------------------------------

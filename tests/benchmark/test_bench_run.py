@@ -1,5 +1,5 @@
 """``voxserve bench`` against a real server over loopback: every transport, whole and incremental text,
-and a short soak; the JSON and the plots are written and their values are sane."""
+and a short soak (with its provoked faults); the JSON and the plots are written and their values are sane."""
 
 from __future__ import annotations
 
@@ -56,10 +56,14 @@ def test_bench_writes_results_and_plots(
 
 
 def test_soak_mixes_transports_and_reads_the_server_resources(bench_server: RunningServer, tmp_path: Path) -> None:
-    data = _bench(bench_server, tmp_path, "--soak", "0.04", "--transport", "http,ws,grpc", "--concurrency", "3")
+    # two listeners and the soak's fault-provoking client: within the server's capacity
+    data = _bench(bench_server, tmp_path, "--soak", "0.04", "--transport", "http,ws,grpc", "--concurrency", "2")
     soak = data["soak"]
     assert isinstance(soak, dict)
     _check_records(soak["records"], {"http", "ws", "grpc"})
+    # cancels, disconnects and invalid requests ran beside them, each answered as the protocol says
+    assert sum(soak["mischief"]["expected"].values()) >= 2 and not soak["mischief"]["unexpected"], soak["mischief"]
+    assert soak["server_failures"] == {}
     growth = {row["name"]: row for row in soak["growth"]}
     assert set(growth) == {"rss_bytes", "open_fds", "threads"}
     assert growth["rss_bytes"]["end"] > 50 * 2**20 and 3 < growth["threads"]["end"] < 1000

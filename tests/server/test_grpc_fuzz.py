@@ -1,13 +1,16 @@
 """Protocol fuzzing of gRPC's bidirectional stream: random message sequences (config with any values,
 text of any Unicode, floods of flush/cancel/close, an empty oneof) end only in known events and error
 codes; the call ends OK or with a client-error status, never INTERNAL or UNKNOWN; and a normal gRPC client
-speaking alongside the fuzzer gets its audio, never a refusal."""
+speaking alongside the fuzzer gets complete audio of the length it gets alone, never an error (see
+``Bystander`` in test_ws_fuzz.py)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import grpc
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -18,7 +21,7 @@ from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from voxserve.server.runtime_api import RuntimeLike
 
 from .support import PIPER, SHORT, RunningServer
-from .test_ws_fuzz import KNOWN_CODES, Bystander
+from .test_ws_fuzz import KNOWN_CODES, Bystander, Spoken
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +60,17 @@ requests = st.one_of(
 def bystander(server: RunningServer) -> Iterator[Bystander]:
     """A normal gRPC client streaming whole utterances throughout the test; its failures fail the test."""
 
-    def speak() -> None:
+    def speak() -> Spoken:
         with grpc.insecure_channel(server.grpc) as channel:
             request = pb.SynthesizeRequest(text=SHORT, voice=PIPER, format="pcm")
-            chunks = list(pb_grpc.VoxServeStub(channel).SynthesizeStream(request, timeout=60))
-            assert chunks and chunks[0].audio
+            started = time.perf_counter()
+            chunks = pb_grpc.VoxServeStub(channel).SynthesizeStream(request, timeout=60)
+            audio = [next(chunks).audio]
+            first_s = time.perf_counter() - started
+            audio.extend(chunk.audio for chunk in chunks)
+            return first_s, np.frombuffer(b"".join(audio), dtype=np.int16)
 
-    with Bystander(speak) as running:
+    with Bystander("gRPC", speak) as running:
         yield running
 
 

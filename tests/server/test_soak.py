@@ -16,7 +16,6 @@ import asyncio
 import ctypes
 import gc
 import itertools
-import json
 import logging
 import time
 from collections import Counter
@@ -25,8 +24,8 @@ from dataclasses import dataclass, field
 
 import httpx
 import pytest
-from websockets.asyncio.client import connect
 
+from voxserve.benchmark import mischief
 from voxserve.benchmark.scrape import Scrape, scrape
 from voxserve.benchmark.soak import growth
 from voxserve.benchmark.transports import Clients, Job, TransportError, speak
@@ -38,10 +37,7 @@ from .support import PIPER, SHORT, RunningServer
 pytestmark = pytest.mark.e2e
 
 RATE = 22050  # en_US-joe-medium's own rate
-LONG = (
-    "This answer is long enough to be cut off midway. It runs on for several sentences, so that a "
-    "listener who changes their mind has time to stop it before the end, and the server must let go."
-)
+LONG = mischief.LONG
 WARMUP_S = 18.0
 SOAK_S = 30.0
 CONCURRENCY = 6
@@ -104,33 +100,15 @@ async def ws2_contexts(c: Clients, v: AsyncClient) -> None:
 
 
 async def http_drop(c: Clients, v: AsyncClient) -> None:
-    """Reads the first audio of a long answer, then closes the connection."""
-    body = {"input": LONG, "voice": PIPER, "response_format": "pcm"}
-    async with (
-        httpx.AsyncClient(base_url=c.url, timeout=60) as http,
-        http.stream("POST", "/v1/audio/speech", json=body) as r,
-    ):
-        assert r.status_code == 200
-        async for _ in r.aiter_raw():
-            break
+    await mischief.http_drop(c, PIPER)
 
 
 async def ws_drop(c: Clients, v: AsyncClient) -> None:
-    """Aborts the TCP connection after the first audio, with no close handshake."""
-    ws = await connect(c.ws_url)
-    for message in ({"type": "config", "voice": PIPER, "format": "pcm"}, {"type": "text", "text": LONG}):
-        await ws.send(json.dumps(message))
-    await ws.send(json.dumps({"type": "close"}))
-    while not isinstance(await ws.recv(), bytes):
-        pass
-    ws.transport.abort()
+    await mischief.ws_drop(c, PIPER)
 
 
 async def grpc_cancel(c: Clients, v: AsyncClient) -> None:
-    call = c.stub.SynthesizeStream(pb.SynthesizeRequest(text=LONG, voice=PIPER, format="pcm"), timeout=60)
-    async for _ in call:
-        call.cancel()
-        break
+    await mischief.grpc_cancel(c, PIPER)
 
 
 async def http_invalid(c: Clients, v: AsyncClient) -> None:

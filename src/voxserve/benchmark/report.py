@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from voxserve.benchmark.capacity import CapacityResult
+from voxserve.benchmark.mischief import refused_busy
 from voxserve.benchmark.soak import SoakResult
 from voxserve.benchmark.stats import LevelSummary, Spread
 
@@ -47,9 +48,21 @@ def soak_table(result: SoakResult) -> str:
     for g in result.growth:
         scale, unit = (1 / 2**20, "MiB") if g.name == "rss_bytes" else (1.0, "")
         rows.append(
-            f"  {g.name:>10}: {g.after_warmup * scale:10.1f} -> {g.end * scale:10.1f} {unit:<3} "
-            f"(growth {g.growth * scale:+.1f}, slope {g.slope_per_min * scale:+.2f}/min)"
+            f"  {g.name:>10}: start {g.start * scale:.1f}, {g.after_warmup * scale:10.1f} -> {g.end * scale:10.1f} "
+            f"{unit:<3} (growth {g.growth * scale:+.1f}, slope {g.slope_per_min * scale:+.2f}/min)"
         )
     if not result.growth:
         rows.append("  the server exported no process figures")
+    failed = [r.error or "no audio" for r in result.records if not r.ok]
+    busy = sum(1 for error in failed if refused_busy(error))
+    tally = result.mischief
+    rows.append(f"  listeners' requests failed: {len(failed)} ({busy} refused at capacity, {len(failed) - busy} other)")
+    rows.extend(f"    {error[:200]}" for error in [e for e in failed if not refused_busy(e)][:5])
+    rows.append(
+        f"  provoked faults answered as expected: {sum(tally.expected.values())} {dict(tally.expected)}; "
+        f"refused at capacity: {sum(tally.busy.values())}; "
+        f"unexpected: {sum(tally.unexpected.values())} {dict(tally.unexpected)}"
+    )
+    rows.extend(f"    {example}" for example in tally.examples[:5])
+    rows.append(f"  server-side failures counted by the server: {result.server_failures or 'none'}")
     return "\n".join(rows)

@@ -16,6 +16,10 @@ PROCESS = {
 }
 SERVER_SERIES = ("voxserve_stalled_streams_total", "voxserve_stall_seconds_sum", "voxserve_stall_seconds_count")
 LOAD = "voxserve_load"
+REQUESTS = "voxserve_requests_total"
+# request outcomes that are the server's own failure on each transport; 503 (at capacity, draining) is
+# a refusal a client retries, not a failure
+SERVER_FAILURES = ("500", "502", "504", "1011", "INTERNAL", "UNKNOWN", "internal_error", "engine_failure")
 
 
 @dataclass(frozen=True)
@@ -47,3 +51,17 @@ async def scrape(client: httpx.AsyncClient, at_s: float) -> Scrape:
 def stall_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     """How much the server's own stall counters rose between two scrapes (empty when it has none)."""
     return {name: after[name] - before.get(name, 0.0) for name in SERVER_SERIES if name in after}
+
+
+def server_failures(text: str) -> dict[str, float]:
+    """Requests the server counted as its own failure (500/502/504, WebSocket 1011, gRPC INTERNAL/UNKNOWN),
+    by ``transport route status``, from exposition text; empty when there were none. A WebSocket's status
+    is the close code of whichever side closed, so a client closing with 1011 is counted too."""
+    failures: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            status = sample.labels.get("status", "")
+            if sample.name == REQUESTS and sample.value and status.startswith(SERVER_FAILURES):
+                key = f"{sample.labels.get('transport')} {sample.labels.get('route')} {status}"
+                failures[key] = failures.get(key, 0.0) + float(sample.value)
+    return failures

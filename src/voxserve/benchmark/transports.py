@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import grpc
 import httpx
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 
 from voxserve.benchmark.records import Arrivals, PcmCounter
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
@@ -132,36 +132,46 @@ async def _paced(pieces: list[str], tokens_per_s: float | None) -> AsyncIterator
 async def _ws(clients: Clients, job: Job) -> Arrivals:
     headers = {"Authorization": f"Bearer {clients.api_key}"} if clients.api_key else None
     async with connect(clients.ws_url, additional_headers=headers, max_size=None) as ws:
-        config = {"type": "config", "voice": job.voice, "format": "pcm", "sample_rate": job.sample_rate}
-        await ws.send(json.dumps(config))
-        ready = json.loads(await ws.recv())
-        if ready.get("type") != "ready":
-            raise TransportError(f"WebSocket config refused: {ready.get('message', ready)}")
-        pieces = fragments(job.text) if job.tokens_per_s is not None else [job.text]
-        t0 = time.perf_counter()
-        counter = PcmCounter(job.sample_rate, t0)
-
-        async def send() -> None:
-            async for piece in _paced(pieces, job.tokens_per_s):
-                await ws.send(json.dumps({"type": "text", "text": piece}))
-            await ws.send(json.dumps({"type": "close"}))
-
-        sender = asyncio.create_task(send())
         try:
-            async for message in ws:
-                if isinstance(message, bytes):
-                    counter.add(len(message))
-                    continue
-                event = json.loads(message)
-                if event.get("type") == "error":
-                    raise TransportError(f"{event.get('code')}: {event.get('message')}")
-                if event.get("type") == "done":
-                    break
-            else:
-                raise TransportError(f"WebSocket closed before done ({ws.close_code} {ws.close_reason})")
-        finally:
-            sender.cancel()
-            await asyncio.gather(sender, return_exceptions=True)
+            return await _ws_utterance(ws, job)
+        except TransportError:
+            # a refusal is the server's answer, not a client fault: close normally (leaving the block on
+            # an exception would close with 1011, which the server counts as the connection's status)
+            await ws.close()
+            raise
+
+
+async def _ws_utterance(ws: ClientConnection, job: Job) -> Arrivals:
+    config = {"type": "config", "voice": job.voice, "format": "pcm", "sample_rate": job.sample_rate}
+    await ws.send(json.dumps(config))
+    ready = json.loads(await ws.recv())
+    if ready.get("type") != "ready":
+        raise TransportError(f"WebSocket config refused: {ready.get('message', ready)}")
+    pieces = fragments(job.text) if job.tokens_per_s is not None else [job.text]
+    t0 = time.perf_counter()
+    counter = PcmCounter(job.sample_rate, t0)
+
+    async def send() -> None:
+        async for piece in _paced(pieces, job.tokens_per_s):
+            await ws.send(json.dumps({"type": "text", "text": piece}))
+        await ws.send(json.dumps({"type": "close"}))
+
+    sender = asyncio.create_task(send())
+    try:
+        async for message in ws:
+            if isinstance(message, bytes):
+                counter.add(len(message))
+                continue
+            event = json.loads(message)
+            if event.get("type") == "error":
+                raise TransportError(f"{event.get('code')}: {event.get('message')}")
+            if event.get("type") == "done":
+                break
+        else:
+            raise TransportError(f"WebSocket closed before done ({ws.close_code} {ws.close_reason})")
+    finally:
+        sender.cancel()
+        await asyncio.gather(sender, return_exceptions=True)
     return counter.arrivals
 
 

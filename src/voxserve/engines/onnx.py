@@ -221,11 +221,21 @@ class SessionFactory:
 
     ``elastic`` (CPU only) loads each graph at several thread counts (:func:`thread_levels`) as one
     :class:`ElasticSession`, so concurrent streams can each take a share of the cores.
+
+    ``read_sealed`` (the model store's) returns a graph's bytes when its file is encrypted at rest,
+    decrypted in memory, else ``None``; the bytes go to ONNX Runtime, never to disk.
     """
 
     def __init__(
-        self, providers: list[str], intra_op_threads: int = 0, *, spinning: bool = False, elastic: bool = False
+        self,
+        providers: list[str],
+        intra_op_threads: int = 0,
+        *,
+        spinning: bool = False,
+        elastic: bool = False,
+        read_sealed: Callable[[Path], bytes | None] | None = None,
     ) -> None:
+        self.read_sealed = read_sealed
         self.providers = resolve_providers(providers)
         self.intra_op_threads = intra_op_threads or (os.cpu_count() or 1)
         self.spinning = spinning
@@ -266,6 +276,8 @@ class SessionFactory:
     def create(self, path: Path | str | bytes, *, elastic: bool = True) -> OnnxSession:
         """A session for ``path``; an :class:`ElasticSession` when the factory is elastic (and ``elastic``)."""
         levels = self.levels if elastic else self.levels[:1]
+        if self.read_sealed is not None and not isinstance(path, bytes):
+            path = self.read_sealed(Path(path)) or path  # decrypted once for every thread level
         sessions = {threads: self._load(path, threads) for threads in levels}
         return ElasticSession(sessions) if len(sessions) > 1 else sessions[levels[0]]
 

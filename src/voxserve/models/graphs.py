@@ -31,6 +31,7 @@ order follow the source, so a build is byte-for-byte reproducible and its hashes
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,8 @@ from voxserve.errors import ModelError
 from voxserve.models.batch_graph import make_batchable
 from voxserve.models.fileio import sha256_file
 from voxserve.models.precision import conv1d_as_conv2d, convolutions_fp16, dequantize
+from voxserve.models.sealed import SUFFIX as SEALED_SUFFIX
+from voxserve.models.sealed import ModelKey, open_sealed, write_sealed
 
 SplitPrecision = Literal["int8", "fp32", "fp32-conv2d", "fp16"]
 
@@ -301,11 +304,16 @@ def stats_cut(decoder: onnx.ModelProto) -> Cut:
     return Cut("kokoro_stats.onnx", renamed, outputs)
 
 
-def _write(model: onnx.ModelProto, path: Path) -> None:
+def _write(model: onnx.ModelProto, path: Path, key: ModelKey | None) -> str:
+    """Write ``model`` to ``path`` (sealed next to it when ``key`` is set); returns its plain sha256."""
     data = model.SerializeToString(deterministic=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    if key is not None:
+        write_sealed(path, data, key)
+    else:
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return hashlib.sha256(data).hexdigest()
 
 
 def detect_family(model: onnx.ModelProto) -> str:
@@ -318,7 +326,12 @@ def detect_family(model: onnx.ModelProto) -> str:
 
 
 def build_split_graphs(
-    model_path: Path, out_dir: Path, *, precision: SplitPrecision = "int8", verify_hashes: bool = True
+    model_path: Path,
+    out_dir: Path,
+    *,
+    precision: SplitPrecision = "int8",
+    verify_hashes: bool = True,
+    key: ModelKey | None = None,
 ) -> list[Path]:
     """Cut ``model_path`` (Kokoro or Piper) into streamable graphs in ``out_dir``; return their paths.
 
@@ -329,11 +342,20 @@ def build_split_graphs(
 
     Writes ``<family>_split.json`` next to them with the source and output sha256. When the source is a
     known file and ``verify_hashes`` is set, each output must match :data:`KNOWN_HASHES` byte for byte.
+
+    With ``key``, ``model_path`` may be sealed (:mod:`voxserve.models.sealed`; decrypted in memory) and
+    every graph is written sealed: no plain graph is written. The returned paths are the plain names.
     """
     if not model_path.is_file():
         raise ModelError(f"model file {model_path} is missing; run 'voxserve models fetch'")
-    source_hash = sha256_file(model_path)
-    model = onnx.load(str(model_path))
+    if key is not None and model_path.name.endswith(SEALED_SUFFIX):
+        data = open_sealed(model_path, key)
+        source_hash = hashlib.sha256(data).hexdigest()
+        model = onnx.load_from_string(data)
+        del data
+    else:
+        source_hash = sha256_file(model_path)
+        model = onnx.load(str(model_path))
     family = detect_family(model)
     cuts = KOKORO_CUTS if family == "kokoro" else PIPER_CUTS
     if family == "piper":
@@ -358,8 +380,7 @@ def build_split_graphs(
             make_batchable(decoder)
         for filename, part in parts:
             path = out_dir / filename
-            _write(part, path)
-            hashes[filename] = sha256_file(path)
+            hashes[filename] = _write(part, path, key)
             paths.append(path)
     expected = KNOWN_HASHES.get((source_hash, precision))
     if verify_hashes and expected is not None:
@@ -373,7 +394,7 @@ def build_split_graphs(
         "family": family,
         "format": SPLIT_FORMAT,
         "precision": precision,
-        "source": model_path.name,
+        "source": model_path.name.removesuffix(SEALED_SUFFIX),
         "source_sha256": source_hash,
         "files": hashes,
     }

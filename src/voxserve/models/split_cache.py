@@ -3,6 +3,10 @@
 The graphs are derived from the verified model files (see :mod:`voxserve.models.graphs`), one
 directory per model family and precision, each with a ``<family>_split.json`` recording the source
 and output hashes. They are rebuilt when missing, when the source changed, or when a file is damaged.
+
+In a sealed cache (:mod:`voxserve.models.sealed`) a graph counts by the plain sha256 in its sealed
+header, and a source by the same; a rebuild then decrypts the source in memory and writes every graph
+sealed with the operator's key, so no plain graph is written.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from voxserve.errors import ModelError
 from voxserve.models.fileio import sha256_file
 from voxserve.models.graphs import SPLIT_FORMAT, SplitPrecision, build_split_graphs
 from voxserve.models.manifest import InstalledFile
+from voxserve.models.sealed import SUFFIX as SEALED_SUFFIX
+from voxserve.models.sealed import ModelKey, read_header, sealed_path
 from voxserve.models.store import Builder, ModelStore
 
 log = logging.getLogger(__name__)
@@ -36,6 +42,20 @@ def split_dir(store: ModelStore, family: str, precision: SplitPrecision = "int8"
     return store.root / "kokoro" / f"split-{precision}"
 
 
+def _plain_sha256(path: Path) -> str | None:
+    """The sha256 of ``path``'s plain content: hashed when the file is plain, from the header when it is
+    sealed, ``None`` when neither exists or the sealed header is unreadable."""
+    if not path.name.endswith(SEALED_SUFFIX) and path.is_file():
+        return sha256_file(path)
+    sealed = path if path.name.endswith(SEALED_SUFFIX) else sealed_path(path)
+    if not sealed.is_file():
+        return None
+    try:
+        return read_header(sealed).plain_sha256
+    except ModelError:
+        return None
+
+
 def _current(directory: Path, family: str, source: Path) -> bool:
     record = directory / f"{family}_split.json"
     if not record.is_file():
@@ -47,11 +67,12 @@ def _current(directory: Path, family: str, source: Path) -> bool:
         return False
     if info.get("format") != SPLIT_FORMAT:
         return False
-    if info.get("source_size") != source.stat().st_size or info.get("source_mtime") != source.stat().st_mtime:
+    if source.name.endswith(SEALED_SUFFIX):
+        if info.get("source_sha256") != _plain_sha256(source):
+            return False
+    elif info.get("source_size") != source.stat().st_size or info.get("source_mtime") != source.stat().st_mtime:
         return False
-    return all(
-        (directory / name).is_file() and sha256_file(directory / name) == digest for name, digest in files.items()
-    )
+    return all(_plain_sha256(directory / name) == digest for name, digest in files.items())
 
 
 def ensure_split_graphs(store: ModelStore, family: str, precision: SplitPrecision = "int8") -> Path:
@@ -60,13 +81,22 @@ def ensure_split_graphs(store: ModelStore, family: str, precision: SplitPrecisio
     directory = split_dir(store, family, precision)
     if not _current(directory, family, source):
         log.info("building %s split graphs (%s) in %s", family, precision, directory)
-        build_split_graphs(source, directory, precision=precision)
+        build_split_graphs(source, directory, precision=precision, key=_sealing_key(store, source))
         record = directory / f"{family}_split.json"
         info = json.loads(record.read_text())
         info["source_size"] = source.stat().st_size
         info["source_mtime"] = source.stat().st_mtime
         record.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
     return directory
+
+
+def _sealing_key(store: ModelStore, source: Path) -> ModelKey | None:
+    """The key to seal rebuilt graphs with: the store's when its source is sealed (required then)."""
+    if not source.name.endswith(SEALED_SUFFIX):
+        return None
+    if store.key is None:
+        raise ModelError(f"{source} is encrypted; set VOXSERVE_MODEL_KEY_FILE (or VOXSERVE_MODEL_KEY) to its key")
+    return store.key
 
 
 def split_builder(precision: SplitPrecision) -> Builder:
@@ -78,7 +108,7 @@ def split_builder(precision: SplitPrecision) -> Builder:
             directory = ensure_split_graphs(store, family, precision)
             record = json.loads((directory / f"{family}_split.json").read_text())
             for name, digest in sorted(record["files"].items()):
-                path = directory / name
+                path = directory / name if (directory / name).is_file() else sealed_path(directory / name)
                 built.append(InstalledFile(f"{directory.name}/{name}", path, path.stat().st_size, digest, True))
         return built
 

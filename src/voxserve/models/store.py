@@ -32,6 +32,8 @@ from voxserve.models.manifest import (
     kokoro_voice_file,
     manifest,
 )
+from voxserve.models.sealed import SUFFIX as SEALED_SUFFIX
+from voxserve.models.sealed import ModelKey, key_from_settings, open_sealed, read_header, sealed_path
 from voxserve.models.source_base import Source, StagedFile
 from voxserve.models.sources import make_sources
 from voxserve.models.verified import Variant, VerifiedCache
@@ -76,6 +78,30 @@ class ModelStore:
         self.sources: list[Source] = make_sources(settings)
         self.builders: list[Builder] = []
         self._verified = VerifiedCache(self.root)
+        self._key: ModelKey | None = None
+        self._authenticated: set[tuple[Path, int, int]] = set()
+
+    # --- sealed (encrypted) files: see voxserve.models.sealed ---------------------------------------
+
+    @property
+    def key(self) -> ModelKey | None:
+        """The operator's model key (read once, when first needed), or ``None`` when none is set."""
+        if self._key is None:
+            self._key = key_from_settings(self.settings)
+        return self._key
+
+    def read_sealed(self, path: Path) -> bytes | None:
+        """The plain bytes of a sealed graph, decrypted in memory: ``path`` is the sealed file, or a plain
+        path whose file is absent but sealed. ``None`` when ``path`` is an ordinary file (read it)."""
+        sealed = path if path.name.endswith(SEALED_SUFFIX) else sealed_path(path)
+        if sealed is not path and (path.exists() or not sealed.is_file()):
+            return None
+        key = self.key
+        if key is None:
+            raise ModelError(
+                f"model file {sealed} is encrypted; set VOXSERVE_MODEL_KEY_FILE (or VOXSERVE_MODEL_KEY) to its key"
+            )
+        return open_sealed(sealed, key)
 
     # --- accessors used by the engines -------------------------------------------------------------
 
@@ -218,7 +244,18 @@ class ModelStore:
             raise ModelError(f"model file {check.path} is missing; {FETCH_HINT} to download it.")
         if not check.ok:
             raise ModelError(f"model file {check.path} is corrupt ({check.detail}); {FETCH_HINT} to repair it.")
+        if check.path.name.endswith(SEALED_SUFFIX):
+            self._authenticate(check.path)
         return check.path
+
+    def _authenticate(self, sealed: Path) -> None:
+        """Decrypt ``sealed`` once (in memory, then dropped) so that a wrong key or an altered file is
+        refused when the engine loads, even where the graph itself is only loaded on first use."""
+        st = sealed.stat()
+        stamp = (sealed, st.st_size, st.st_mtime_ns)
+        if stamp not in self._authenticated:
+            self.read_sealed(sealed)
+            self._authenticated.add(stamp)
 
     def _check_all(self, files: tuple[ModelFile, ...] | list[ModelFile]) -> list[_Check]:
         checks = [self._check(item) for item in files]
@@ -230,7 +267,11 @@ class ModelStore:
         try:
             st = path.stat()
         except (FileNotFoundError, NotADirectoryError):
-            return _Check(item, path, "missing")
+            return (
+                self._check_sealed(item, sealed_path(path))
+                if sealed_path(path).is_file()
+                else _Check(item, path, "missing")
+            )
         except OSError as exc:
             return _Check(item, path, "corrupt", detail=f"unreadable: {exc.strerror}")
         if not path.is_file():
@@ -252,6 +293,22 @@ class ModelStore:
             return _Check(item, path, "ok", st.st_size, sha, variant=variant.name)
         detail = f"sha256 {sha[:16]}…, expected {item.sha256[:16]}…"
         return _Check(item, path, "corrupt", st.st_size, sha, detail)
+
+    def _check_sealed(self, item: ModelFile, sealed: Path) -> _Check:
+        """A sealed file against the manifest, by the plain sha256 in its header (no key needed; its
+        content is authenticated when it is decrypted at load)."""
+        try:
+            header = read_header(sealed)
+        except ModelError as exc:
+            return _Check(item, sealed, "corrupt", detail=exc.message)
+        size = sealed.stat().st_size
+        variant = self._verified.variant(item.relpath)
+        if header.plain_sha256 == item.sha256:
+            return _Check(item, sealed, "ok", size, header.plain_sha256, variant="sealed")
+        if variant is not None and header.plain_sha256 == variant.sha256:
+            return _Check(item, sealed, "ok", size, header.plain_sha256, variant=f"{variant.name}, sealed")
+        detail = f"sealed; sha256 {header.plain_sha256[:16]}…, expected {item.sha256[:16]}…"
+        return _Check(item, sealed, "corrupt", size, header.plain_sha256, detail)
 
 
 def fetch_models(
