@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -33,8 +34,8 @@ from voxserve.settings import Settings
 PAYLOAD = b"weights " * 5000
 
 
-def _settings(tmp_path: Path, **overrides: object) -> Settings:
-    return Settings(_env_file=None, cache_dir=tmp_path, **overrides)  # type: ignore[call-arg, arg-type]
+def _settings(tmp_path: Path, **overrides: Any) -> Settings:
+    return Settings(_env_file=None, cache_dir=tmp_path, **overrides)
 
 
 def test_layout_and_round_trip(tmp_path: Path) -> None:

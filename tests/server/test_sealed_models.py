@@ -26,6 +26,7 @@ import pytest
 
 from voxserve.cli import main
 from voxserve.models.sealed import HEADER_BYTES, ModelKey, sealed_path
+from voxserve.models.store import ModelStore
 
 from .support import PIPER, RunningServer, server_settings
 
@@ -49,10 +50,10 @@ def _markers(data: bytes) -> list[bytes]:
 
 
 @pytest.fixture
-def plain_cache(model_store: object, tmp_path: Path) -> Path:
+def plain_cache(model_store: ModelStore, tmp_path: Path) -> Path:
     """A private cache holding the Piper voice and its split graphs, as the shared cache has them."""
     cache = tmp_path / "cache"
-    shutil.copytree(Path(model_store.root) / "piper", cache / "piper")  # type: ignore[attr-defined]
+    shutil.copytree(model_store.root / "piper", cache / "piper")
     return cache
 
 
