@@ -54,9 +54,12 @@ SETTLE_S = 15.0
 
 @dataclass
 class Tally:
-    """What the traffic did: completed operations per kind, and every unexpected failure."""
+    """What the traffic did: completed operations per kind, those refused because the server was full
+    (its documented answer to overload: admission learns its limit from underruns, so a loaded machine
+    admits fewer streams), and every unexpected failure."""
 
     done: Counter[str] = field(default_factory=Counter)
+    busy: Counter[str] = field(default_factory=Counter)
     unexpected: list[str] = field(default_factory=list)
 
 
@@ -150,7 +153,11 @@ async def traffic(server: RunningServer, seconds: float, tally: Tally, scrapes: 
                 await asyncio.wait_for(op(clients, voxclient), 60)
                 tally.done[op.__name__] += 1
             except Exception as exc:
-                tally.unexpected.append(f"{op.__name__}: {exc!r}")
+                if not mischief.refused_busy(repr(exc)):
+                    tally.unexpected.append(f"{op.__name__}: {exc!r}")
+                    continue
+                tally.busy[op.__name__] += 1
+                await asyncio.sleep(0.5)  # a refused client asks again later
 
     async def sample() -> None:
         while True:
@@ -225,7 +232,7 @@ def test_mixed_traffic_soak(server: RunningServer, caplog: pytest.LogCaptureFixt
     rss_growth = [g for g in growth(scrapes, 0.0) if g.name == "rss_bytes"]
     print(
         f"\nsoak: {elapsed:.1f} s, {requests} operations ({dict(main.done)} after warm-up), "
-        f"unexpected errors {len(warm.unexpected) + len(main.unexpected)}; "
+        f"refused as full {sum(main.busy.values())}, unexpected errors {len(warm.unexpected) + len(main.unexpected)}; "
         f"rss {baseline['rss_bytes'] / 2**20:.0f} -> {end['rss_bytes'] / 2**20:.0f} MiB "
         f"(slope {rss_growth[0].slope_per_min / 2**20 if rss_growth else 0:.1f} MiB/min), "
         f"rss curve {[round(x.values['rss_bytes'] / 2**20) for x in scrapes]}, "
