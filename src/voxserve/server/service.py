@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING
 
 from voxserve.errors import VoxError
 from voxserve.policy import RequestPolicy, SpeechRequest
-from voxserve.server.admission import Admission
-from voxserve.server.auth import Authenticator, Principal
-from voxserve.server.lifecycle import Lifecycle
-from voxserve.server.metrics import Metrics
+from voxserve.server.auth import Principal
 from voxserve.server.runtime_api import RuntimeLike
 from voxserve.server.utterance import Utterance, caller
 from voxserve.settings import Settings
@@ -38,7 +35,7 @@ class SpeechService:
         self._policy: RequestPolicy | None = None
         self._live: set[Utterance] = set()
 
-    # --- what the state holds, as the service's callers read it --------------------------
+    # --- what the state holds and most callers read ---------------------------------------
     @property
     def settings(self) -> Settings:
         return self.state.settings
@@ -46,22 +43,6 @@ class SpeechService:
     @property
     def runtime(self) -> RuntimeLike:
         return self.state.runtime
-
-    @property
-    def metrics(self) -> Metrics:
-        return self.state.metrics
-
-    @property
-    def admission(self) -> Admission:
-        return self.state.admission
-
-    @property
-    def lifecycle(self) -> Lifecycle:
-        return self.state.lifecycle
-
-    @property
-    def authenticator(self) -> Authenticator:
-        return self.state.authenticator
 
     # --- who may call --------------------------------------------------------------
     def authorize(self, token: str | None, client_ip: str | None) -> Principal:
@@ -75,7 +56,7 @@ class SpeechService:
     @property
     def policy(self) -> RequestPolicy:
         """The request policy over the runtime's voices (built once the models have loaded)."""
-        self.lifecycle.require_ready()
+        self.state.lifecycle.require_ready()
         if self._policy is None:
             self._policy = RequestPolicy(self.settings, self.runtime.voices())
         return self._policy
@@ -103,7 +84,7 @@ class SpeechService:
     def validate(self, request: SpeechRequest, *, needs_text: bool) -> SpeechRequest:
         """Resolve and check a request (:meth:`voxserve.policy.RequestPolicy.resolve`) while the server
         takes work."""
-        self.lifecycle.require_ready()
+        self.state.lifecycle.require_ready()
         return self.policy.resolve(request, needs_text=needs_text)
 
     def open(self, request: SpeechRequest, transport: str, client: str = "", *, pace: bool = True) -> Utterance:
@@ -118,7 +99,7 @@ class SpeechService:
             lexicon=request.lexicon,
             phoneme_input=request.phonemes,
         )
-        self.lifecycle.require_ready()  # also refuses new utterances on open connections while draining
+        self.state.lifecycle.require_ready()  # also refuses new utterances on open connections while draining
         session = self.runtime.open_session(params, pace=pace)
         try:
             utterance = Utterance(self, session, request, self.voice(request.voice), transport, client)

@@ -187,8 +187,8 @@ class Utterance:
         label = "blend" if self.voice.name == "blend" else self.voice.id  # keeps metric labels bounded
         stall_s = self._playback.stall_s
         if status == "ok" and self._audio_s > 0:  # a stream that played to its end teaches admission
-            self._service.admission.observe(self._service.share(self.request), self._playback.stalled)
-        self._service.metrics.observe_stream(
+            self._service.state.admission.observe(self._service.share(self.request), self._playback.stalled)
+        self._service.state.metrics.observe_stream(
             self.voice.engine, label, self._transport, self._ttfa, stats.audio_s, stats.compute_s, stall_s
         )
         line: dict[str, object] = {

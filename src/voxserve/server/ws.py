@@ -67,7 +67,7 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     query = websocket.query_params
     token = bearer_token(websocket.headers.get("authorization")) or query.get("api_key") or query.get("token")
     first: dx.ClientMessage | None = None
-    if service.authenticator.enabled and not token:
+    if state.authenticator.enabled and not token:
         try:
             raw, first = await _first_message(websocket, settings)
         except IdleTimeout:
