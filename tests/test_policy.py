@@ -3,6 +3,8 @@ errors that say what to fix. The transports' own tests check the same rules over
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage
@@ -25,8 +27,7 @@ def policy() -> RequestPolicy:
 
 
 def resolve(policy: RequestPolicy, **fields: object) -> SpeechRequest:
-    request = SpeechRequest(**{"text": "Hello there.", **fields})  # type: ignore[arg-type]
-    return policy.resolve(request, needs_text=True)
+    return policy.resolve(replace(SpeechRequest(text="Hello there."), **fields), needs_text=True)
 
 
 def test_voice_ids_resolve_whatever_their_case_and_blends_get_a_canonical_id(policy: RequestPolicy) -> None:
