@@ -4,6 +4,7 @@ errors that say what to fix. The transports' own tests check the same rules over
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ def policy() -> RequestPolicy:
     return RequestPolicy(Settings(default_voice="af_heart", max_input_chars=40), VOICES)
 
 
-def resolve(policy: RequestPolicy, **fields: object) -> SpeechRequest:
+def resolve(policy: RequestPolicy, **fields: Any) -> SpeechRequest:
     return policy.resolve(replace(SpeechRequest(text="Hello there."), **fields), needs_text=True)
 
 
