@@ -44,7 +44,7 @@ serve: models
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
-	$(BIN)/mypy
+	$(BIN)/mypy src/voxserve tests
 
 test: models system-deps lint plugins-venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider

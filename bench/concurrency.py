@@ -21,7 +21,6 @@ import asyncio
 import json
 import statistics
 import time
-from dataclasses import replace
 
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
@@ -106,14 +105,11 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="print each stall")
     parser.add_argument("--repeat", type=int, default=1, help="runs per level (a summary row when > 1)")
     parser.add_argument("--no-elastic", action="store_true", help="streams take turns on all cores")
-    parser.add_argument("--preempt-slack", type=float, default=None, help="override preempt_slack_s (0: off)")
     args = parser.parse_args()
     global VERBOSE
     VERBOSE = args.verbose
     settings = Settings(_env_file=None, engines=[args.engine], intra_op_threads=args.threads)  # type: ignore[call-arg]
     tuning = Tuning(decode_mode=args.mode, elastic_threads=not args.no_elastic)
-    if args.preempt_slack is not None:
-        tuning = replace(tuning, preempt_slack_s=args.preempt_slack)
     runtime = Runtime(settings, tuning)
     runtime.load(warm=True)
     try:

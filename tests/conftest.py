@@ -1,4 +1,5 @@
-"""Shared fixtures: settings, the real models (fetched once into the cache), a loaded runtime, Whisper."""
+"""Shared fixtures: settings, the real models (fetched once into the cache), a loaded runtime, Whisper,
+and a runtime of fake engines (no model files) for the unit tier."""
 
 from __future__ import annotations
 
@@ -7,13 +8,19 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from voxserve.engines.fake import fake_loader
 from voxserve.settings import Settings
+
+if TYPE_CHECKING:
+    from voxserve.models import ModelStore
+    from voxserve.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,11 +40,11 @@ ARTIFACTS = ROOT / "test-artifacts"
 @pytest.fixture(scope="session")
 def settings() -> Settings:
     """Default settings; the model cache is the user's (make test fetched it)."""
-    return Settings(_env_file=None)  # type: ignore[call-arg]
+    return Settings(_env_file=None)
 
 
 @pytest.fixture(scope="session")
-def model_store(settings: Settings):  # type: ignore[no-untyped-def]
+def model_store(settings: Settings) -> ModelStore:
     from voxserve.models import ModelStore
 
     store = ModelStore(settings)
@@ -47,10 +54,32 @@ def model_store(settings: Settings):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
-def runtime(settings: Settings, model_store: object) -> Iterator[object]:
+def runtime(settings: Settings, model_store: ModelStore) -> Iterator[Runtime]:
     from voxserve.runtime import Runtime
 
     rt = Runtime(settings)
+    rt.load(warm=True)
+    yield rt
+    rt.close()
+
+
+# Fakes (voxserve.engines.fake) under the real engines' names, voice ids and rates: sessions, the
+# scheduler and the transports run as with the models, in seconds, and tests name the same voices.
+FAKE_ENGINES = {
+    "kokoro": fake_loader(
+        "kokoro", {"af_heart": "en-us", "af_bella": "en-us", "am_adam": "en-us", "bf_emma": "en-gb"}, sample_rate=24_000
+    ),
+    "piper": fake_loader("piper", {"en_US-joe-medium": "en-us"}, sample_rate=22_050),
+}
+
+
+@pytest.fixture(scope="session")
+def fake_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    """A loaded runtime of :data:`FAKE_ENGINES` (an empty model cache: no model file is read)."""
+    from voxserve.runtime import Runtime
+
+    settings = Settings(_env_file=None, cache_dir=tmp_path_factory.mktemp("no-models"), warm_languages=["none"])
+    rt = Runtime(settings, families=FAKE_ENGINES)
     rt.load(warm=True)
     yield rt
     rt.close()
@@ -96,16 +125,22 @@ def transcribe() -> Transcriber:
     return Transcriber()
 
 
+WordErrorRate = Callable[[str, str], float]
+
+
 @pytest.fixture(scope="session")
-def wer() -> object:
+def wer() -> WordErrorRate:
     """Word error rate (Levenshtein distance over lower-cased words / the reference's word count)."""
     from voxserve.evaluation.asr import wer
 
     return wer
 
 
+PiperIds = Callable[[str], list[int]]
+
+
 @pytest.fixture(scope="session")
-def piper_ids(model_store):  # type: ignore[no-untyped-def]
+def piper_ids(model_store: ModelStore) -> PiperIds:
     """Turn espeak IPA into Piper's id layout (BOS, pad after every symbol, EOS) with the voice's map."""
     id_map = json.loads(model_store.piper_config().read_text())["phoneme_id_map"]
 
@@ -122,7 +157,7 @@ PiperVoiceMaker = Callable[..., Path]
 
 
 @pytest.fixture(scope="session")
-def make_piper_voice(model_store) -> PiperVoiceMaker:  # type: ignore[no-untyped-def]
+def make_piper_voice(model_store: ModelStore) -> PiperVoiceMaker:
     """A Piper voice made locally from joe's files: ``make(folder, "de_DE-test-medium", espeak="de",
     speakers={"anna": 0, "ben": 1})`` links joe's graph under the new name and writes a config with
     that name's language (or ``language``), the espeak voice, the speaker map and ``phoneme_ids`` over
@@ -155,11 +190,11 @@ def make_piper_voice(model_store) -> PiperVoiceMaker:  # type: ignore[no-untyped
     return make
 
 
-# Fixtures that load real models, Whisper or a browser: a test using any of them (directly or through
-# another fixture) belongs to the end-to-end tier, which `make check` leaves out and `make test` runs.
-_E2E_FIXTURES = frozenset(
-    {"model_store", "runtime", "transcribe", "shared_runtime", "server", "make_server", "piper_ids", "browser"}
-)
+# Fixtures that load or fetch real models, Whisper or a browser: a test using any of them (directly or
+# through another fixture: a server lent the real runtime) belongs to the end-to-end tier, which
+# `make check` leaves out and `make test` runs. A module whose servers are lent `fake_runtime` stays in
+# the unit tier. registry_fetch (tests/models) downloads the real model packages and copies them per test.
+_E2E_FIXTURES = frozenset({"model_store", "runtime", "transcribe", "browser", "registry_fetch"})
 # Folders and modules whose tests run `voxserve` (models and all) in a subprocess, or build a wheel.
 _E2E_PATHS = ("tests/cli/", "tests/test_packaging.py", "tests/models/test_kokoro_variant.py")
 

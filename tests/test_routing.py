@@ -77,10 +77,10 @@ def test_with_no_voice_for_the_language_auto_says_how_to_add_one(router: Router)
 
 
 def test_the_operators_language_map_takes_text_to_its_voice() -> None:
-    settings = Settings(_env_file=None, language_voices="ja=jf_alpha, zh=zm_yunjian")  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, language_voices="ja=jf_alpha, zh=zm_yunjian")
     assert settings.language_voices == {"ja": "jf_alpha", "zh": "zm_yunjian"}
     with pytest.raises(ValueError, match="lang=voice"):
-        Settings(_env_file=None, language_voices="jf_alpha")  # type: ignore[call-arg]
+        Settings(_env_file=None, language_voices="jf_alpha")
     router = Router(VOICES, "af_heart", settings.language_voices)
     route = router.route(JA_DATE, "af_heart", None)
     assert (route.voice, route.lang, route.rerouted) == ("jf_alpha", "ja", True)

@@ -2,78 +2,88 @@
 
 from __future__ import annotations
 
+from typing import cast
+
+import pytest
+
+from voxserve.engines.kokoro import KokoroEngine
+from voxserve.engines.piper import PiperEngine
 from voxserve.runtime import GPU_BATCH, Runtime, batch_policy
 from voxserve.settings import Settings
-from voxserve.tuning import Tuning
+from voxserve.tuning import DecodeMode, Tuning
 
 
 def test_batching_is_off_on_cpu_and_on_for_a_gpu_by_default() -> None:
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
     assert not batch_policy(settings, Tuning(), on_gpu=False).enabled
     assert batch_policy(settings, Tuning(), on_gpu=True).max_batch == GPU_BATCH
-    chosen = Settings(_env_file=None, decode_batch=8)  # type: ignore[call-arg]
+    chosen = Settings(_env_file=None, decode_batch=8)
     policy = batch_policy(chosen, Tuning(decode_batch_wait_ms=5), on_gpu=False)
     assert policy.max_batch == 8 and policy.max_wait_s == 0.005
 
 
 def test_window_plan_is_quantized_only_when_batching() -> None:
-    runtime = Runtime(Settings(_env_file=None))  # type: ignore[call-arg]
+    runtime = Runtime(Settings(_env_file=None))
     plain = runtime.window_config()
     assert plain.quantum_s == 0 and plain.growth > 1
-    runtime._batch = batch_policy(Settings(_env_file=None, decode_batch=4), Tuning(), on_gpu=False)  # type: ignore[call-arg]
+    runtime._batch = batch_policy(Settings(_env_file=None, decode_batch=4), Tuning(), on_gpu=False)
     batched = runtime.window_config()
     assert batched.quantum_s > 0 and batched.growth == 1.0
 
 
 def test_paced_streams_get_smaller_windows_than_files() -> None:
     """A stream played in real time keeps its windows short (a new caller waits for at most one)."""
-    config = Runtime(Settings(_env_file=None)).session_config()  # type: ignore[call-arg]
-    assert config.max_window_s == 2.0 and Runtime(Settings(_env_file=None)).window_config().max_s == 4.0  # type: ignore[call-arg]
-    small = Runtime(Settings(_env_file=None), Tuning(window_max_ms=1000)).session_config()  # type: ignore[call-arg]
+    config = Runtime(Settings(_env_file=None)).session_config()
+    assert config.max_window_s == 2.0 and Runtime(Settings(_env_file=None)).window_config().max_s == 4.0
+    small = Runtime(Settings(_env_file=None), Tuning(window_max_ms=1000)).session_config()
     assert small.max_window_s == 1.0
 
 
-def test_a_loaded_runtime_knows_every_kokoro_voices_statistics(runtime) -> None:  # type: ignore[no-untyped-def]
+def test_a_loaded_runtime_knows_every_kokoro_voices_statistics(runtime: Runtime) -> None:
     """Every voice's first sentence starts from its own learned decoder statistics, not other voices'."""
-    kokoro = next(e for e in runtime._engines.values() if e.name == "kokoro")
+    kokoro = runtime.engines["kokoro"]
+    assert isinstance(kokoro, KokoroEngine) and kokoro.streamer is not None
     book = kokoro.streamer.voice_stats
+    assert book is not None
     assert all(book.frames_seen(voice.id) > 0 for voice in kokoro.voices())
 
 
-def test_a_quick_start_reuses_the_statistics_an_earlier_start_learned(runtime) -> None:  # type: ignore[no-untyped-def]
+def test_a_quick_start_reuses_the_statistics_an_earlier_start_learned(runtime: Runtime) -> None:
     """`voxserve say` loads without warm-up: it learns nothing, but takes what a server start saved."""
-    quick = Runtime(Settings(_env_file=None, engines=["kokoro"]))  # type: ignore[call-arg]
+    quick = Runtime(Settings(_env_file=None, engines=["kokoro"]))
     quick.load(warm=False)
     try:
-        streamer = quick.engines["kokoro"].streamer  # type: ignore[attr-defined]
+        engine = quick.engines["kokoro"]
+        assert isinstance(engine, KokoroEngine) and engine.streamer is not None
+        streamer = engine.streamer
+        assert streamer.stats_model is not None and streamer.voice_stats is not None
         assert all(streamer.stats_model.knows(voice.id) for voice in quick.voices())
         assert streamer.voice_stats.frames_seen("af_heart") > 0
     finally:
         quick.close()
 
 
-def test_the_languages_of_its_voices_are_ready_at_start(runtime) -> None:  # type: ignore[no-untyped-def]
+def test_the_languages_of_its_voices_are_ready_at_start(runtime: Runtime) -> None:
     """A first Mandarin or Japanese request should not pay ~1-5 s for a cold text front end."""
     assert {"en-us", "zh", "ja", "fr"} <= set(runtime._warm_languages())
     assert {("zh", "misaki"), ("ja", "misaki"), ("fr", "misaki")} <= set(runtime.frontend._g2ps)
-    assert Runtime(Settings(_env_file=None, warm_languages="none"))._warm_languages() == []  # type: ignore[call-arg]
-    assert Runtime(Settings(_env_file=None, warm_languages="zh, ja"))._warm_languages() == ["zh", "ja"]  # type: ignore[call-arg]
+    assert Runtime(Settings(_env_file=None, warm_languages="none"))._warm_languages() == []
+    assert Runtime(Settings(_env_file=None, warm_languages="zh, ja"))._warm_languages() == ["zh", "ja"]
 
 
-def test_a_windowed_runtime_loads_the_whole_models_only_when_something_needs_them(runtime) -> None:  # type: ignore[no-untyped-def]
+def test_a_windowed_runtime_loads_the_whole_models_only_when_something_needs_them(runtime: Runtime) -> None:
     from voxserve.engines.onnx import LazySession
 
     for name, engine in runtime.engines.items():
+        assert isinstance(engine, KokoroEngine | PiperEngine), name
         assert engine.windowed, name
         assert isinstance(engine.session, LazySession), name  # streaming never touches it
 
 
-def test_tuning_is_code_not_environment(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import pytest
-
+def test_tuning_is_code_not_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOXSERVE_WINDOW_FIRST_MS", "50")
     monkeypatch.setenv("VOXSERVE_ELASTIC_THREADS", "false")
-    runtime = Runtime(Settings(_env_file=None))  # type: ignore[call-arg]
+    runtime = Runtime(Settings(_env_file=None))
     assert runtime.tuning == Tuning() and runtime.session_config().first_window_s == 0.4
     with pytest.raises(ValueError, match="decode_mode"):
-        Tuning(decode_mode="fast")  # type: ignore[arg-type]
+        Tuning(decode_mode=cast(DecodeMode, "fast"))

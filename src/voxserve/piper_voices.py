@@ -26,18 +26,16 @@ from pathlib import Path
 import onnx
 import psutil
 
-from voxserve.engines.onnx import RunControl, SessionFactory
+from voxserve.engines.onnx import RunControl
 from voxserve.engines.piper import PiperConfig, PiperEngine, piper_voice_infos
-from voxserve.engines.piper_stream import HOP as PIPER_HOP
-from voxserve.engines.piper_stream import PiperStreamer
-from voxserve.engines.windowing import WindowConfig, WindowCost
+from voxserve.engines.registry import EngineLoad, piper_engine
+from voxserve.engines.windowing import WindowCost
 from voxserve.errors import ModelError
 from voxserve.models.fileio import sha256_file
 from voxserve.models.graphs import build_split_graphs
 from voxserve.models.piper_catalog import PiperVoiceFiles, discover, search_roots
 from voxserve.settings import Settings
 from voxserve.text.languages import register_language
-from voxserve.tuning import Tuning
 from voxserve.types import EngineAudio, VoiceInfo
 
 log = logging.getLogger(__name__)
@@ -105,17 +103,13 @@ class PiperLibrary:
     def __init__(
         self,
         voices: list[PiperVoiceFiles],
-        factory: SessionFactory,
-        windows: WindowConfig,
+        load: EngineLoad,
         *,
         split_root: Path,
-        windowed: bool,
         budget_bytes: int,
     ) -> None:
-        self._factory = factory
-        self._windows = windows
+        self._load_with = load
         self._split_root = split_root
-        self._windowed = windowed
         self.budget_bytes = budget_bytes
         self._lock = threading.Lock()
         self._loaded: OrderedDict[str, tuple[PiperEngine, int]] = OrderedDict()
@@ -132,15 +126,11 @@ class PiperLibrary:
                 self.engines[voice.id] = engine
 
     @classmethod
-    def from_settings(
-        cls, settings: Settings, tuning: Tuning, factory: SessionFactory, windows: WindowConfig
-    ) -> PiperLibrary:
+    def from_settings(cls, settings: Settings, load: EngineLoad) -> PiperLibrary:
         return cls(
             discover(*search_roots(settings)),
-            factory,
-            windows,
+            load,
             split_root=settings.cache_dir / SPLIT_DIR,
-            windowed=tuning.decode_mode == "windowed",
             budget_bytes=settings.piper_memory_mb << 20,
         )
 
@@ -192,14 +182,10 @@ class PiperLibrary:
             return engine
 
     def _load(self, lazy: LazyPiperEngine) -> PiperEngine:
-        streamer = None
-        if self._windowed:
-            graphs = self._split_graphs(lazy.files)
-            if graphs is not None:
-                context = self._windows.frames(self._windows.context_s, PIPER_HOP / lazy.sample_rate)
-                streamer = PiperStreamer(self._factory, graphs, lazy.sample_rate, context_frames=context)
-        whole = self._factory.create(lazy.files.model, elastic=False)
-        return PiperEngine(whole, lazy.config, lazy.lang, streamer=streamer, windows=self._windows)
+        load = self._load_with
+        graphs = self._split_graphs(lazy.files) if load.windowed else None
+        whole = load.sessions.create(lazy.files.model, elastic=False)
+        return piper_engine(load, whole, lazy.config, lazy.lang, graphs=graphs)
 
     def _split_graphs(self, files: PiperVoiceFiles) -> Path | None:
         """The voice's split graphs (built once per model file), or None when its graph has no such cut."""

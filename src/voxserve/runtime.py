@@ -12,23 +12,18 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from voxserve.engines.base import Engine
 from voxserve.engines.batching import BatchPolicy
 from voxserve.engines.kokoro import KokoroEngine
-from voxserve.engines.kokoro_stream import HOP as KOKORO_HOP
-from voxserve.engines.kokoro_stream import SAMPLE_RATE as KOKORO_RATE
-from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.onnx import SessionFactory, thread_budget
-from voxserve.engines.piper import PiperConfig, PiperEngine
-from voxserve.engines.piper_stream import HOP as PIPER_HOP
-from voxserve.engines.piper_stream import PiperStreamer
+from voxserve.engines.registry import ENGINES, EngineLoad, EngineLoader
 from voxserve.engines.voices import blend_lead
 from voxserve.engines.windowing import WindowConfig
 from voxserve.errors import NotReady, UnknownVoice, UnsupportedLanguage
 from voxserve.models import ModelStore
-from voxserve.models.split_cache import ensure_split_graphs, resolve_precision
 from voxserve.piper_voices import PiperLibrary
 from voxserve.policy import check_language
 from voxserve.settings import Settings
@@ -45,7 +40,6 @@ from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
 
 log = logging.getLogger(__name__)
 
-PIPER_VOICE = "en_US-joe-medium"
 GPU_BATCH = 64  # default windows per decoder call on a GPU; not measured yet (no GPU run so far)
 
 
@@ -56,9 +50,15 @@ def batch_policy(settings: Settings, tuning: Tuning, on_gpu: bool) -> BatchPolic
 
 
 class Runtime:
-    def __init__(self, settings: Settings, tuning: Tuning | None = None) -> None:
+    """``families`` are the engine families to load by name (default: those ``Settings.engines`` names,
+    from :data:`voxserve.engines.registry.ENGINES`); a test passes an engine that needs no model files."""
+
+    def __init__(
+        self, settings: Settings, tuning: Tuning | None = None, families: Mapping[str, EngineLoader] | None = None
+    ) -> None:
         self.settings = settings
         self.tuning = tuning or Tuning()
+        self._families = families
         self.store = ModelStore(settings)
         self.frontend = Frontend(settings)
         self.lexicon = load_lexicon(settings.lexicon) if settings.lexicon is not None else {}
@@ -69,7 +69,7 @@ class Runtime:
         self._thread_levels: tuple[int | None, ...] = (None,)
         self._cores = 1  # cores the pool's jobs share (intra-op threads of the widest session)
         self._on_gpu = False
-        self._streamers: list[KokoroStreamer] = []
+        self._closers: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self.load_seconds: dict[str, float] = {}
         self.piper_library: PiperLibrary | None = None  # Piper voices found under MODEL_PATH
@@ -90,15 +90,18 @@ class Runtime:
             )
             self._batch = batch_policy(self.settings, self.tuning, factory.on_gpu)
             self._cores, self._on_gpu = factory.intra_op_threads, factory.on_gpu
-            for name in self.settings.engines:
+            windows, precision = self.window_config(), self.settings.precision
+            load = EngineLoad(self.store, factory, self.tuning, windows, self._batch, precision)
+            for name, loader in self._loaders().items():
                 t0 = time.perf_counter()
-                engine = self._build_engine(name, factory)
+                loaded = loader(load)
                 self.load_seconds[name] = time.perf_counter() - t0
-                self._engines[name] = engine
+                self._engines[name] = engine = loaded.engine
+                self._closers.append(loaded.close)
                 for voice in engine.voices():
                     self._voice_engine[voice.id] = engine
                 log.info("loaded engine %s in %.2f s", name, self.load_seconds[name])
-            self.piper_library = PiperLibrary.from_settings(self.settings, self.tuning, factory, self.window_config())
+            self.piper_library = PiperLibrary.from_settings(self.settings, load)
             for voice in self.piper_library.voices(exclude=set(self._voice_engine)):
                 self._voice_engine[voice.id] = self.piper_library.engines[voice.id]
             self._pool = self._build_pool(factory, cores)
@@ -128,10 +131,9 @@ class Runtime:
 
     def _build_pool(self, factory: SessionFactory, cores: int) -> WorkerPool:
         if factory.elastic:  # each job at its share of the cores; a second worker per core runs the
-            # urgent job while the jobs it stopped wait to be readmitted
+            # late job while the jobs it stopped wait to be readmitted
             workers = self.tuning.worker_threads or 2 * factory.intra_op_threads
-            slack = self.tuning.preempt_slack_s or None
-            return WorkerPool(workers, cores=factory.intra_op_threads, levels=factory.levels, preempt_slack_s=slack)
+            return WorkerPool(workers, cores=factory.intra_op_threads, levels=factory.levels)
         workers = self.tuning.worker_threads or max(1, cores // factory.intra_op_threads)
         if self._batch.enabled and not self.tuning.worker_threads:
             workers = max(workers, self._batch.max_batch)  # enough callers in flight to fill a batch
@@ -153,33 +155,10 @@ class Runtime:
             first_context_s=s.window_first_context_ms / 1000,
         )
 
-    def _build_engine(self, name: str, factory: SessionFactory) -> Engine:
-        windowed = self.tuning.decode_mode == "windowed"
-        windows = self.window_config()
-        if name == "kokoro":
-            model = self.store.kokoro_model()  # the whole model: sentence mode, loaded when first used if windowed
-            session = factory.lazy(model) if windowed else factory.create(model, elastic=False)
-            kokoro_streamer = None
-            if windowed:
-                precision = resolve_precision(self.settings.precision, factory.on_gpu)
-                graphs = ensure_split_graphs(self.store, "kokoro", precision)
-                context = windows.frames(windows.context_s, KOKORO_HOP / KOKORO_RATE)
-                kokoro_streamer = KokoroStreamer(factory, graphs, context_frames=context, batch=self._batch)
-                self._streamers.append(kokoro_streamer)
-            return KokoroEngine(session, self.store.kokoro_voices_dir(), kokoro_streamer, windows)
-        config = PiperConfig.load(self.store.piper_config(), PIPER_VOICE)
-        piper_streamer = None
-        if windowed:
-            graphs = ensure_split_graphs(self.store, "piper")
-            piper_streamer = PiperStreamer(
-                factory,
-                graphs,
-                config.sample_rate,
-                context_frames=windows.frames(windows.context_s, PIPER_HOP / config.sample_rate),
-            )
-        model = self.store.piper_model()  # the whole model: sentence mode, loaded when first used if windowed
-        whole = factory.lazy(model) if windowed else factory.create(model, elastic=False)
-        return PiperEngine(whole, config, streamer=piper_streamer, windows=windows)
+    def _loaders(self) -> Mapping[str, EngineLoader]:
+        if self._families is not None:
+            return self._families
+        return {name: ENGINES[name] for name in self.settings.engines}
 
     def warm_up(self) -> None:
         """Run the default voice once so the first request doesn't pay for lazy initialisation."""
@@ -227,15 +206,16 @@ class Runtime:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close(wait=False)
-        for streamer in self._streamers:
-            streamer.close()
+        for close in self._closers:
+            close()
         self.ready = False
 
     # --- queries ------------------------------------------------------------------------
     @property
     def decoder_calls(self) -> tuple[int, int]:
         """(Kokoro decoder calls made, windows they decoded): equal unless windows were batched."""
-        runners = [streamer.decoder for streamer in self._streamers]
+        streamers = [e.streamer for e in self._engines.values() if isinstance(e, KokoroEngine) and e.streamer]
+        runners = [streamer.decoder for streamer in streamers]
         return sum(r.batches for r in runners), sum(r.windows for r in runners)
 
     def stream_share(self, engine: str) -> float | None:

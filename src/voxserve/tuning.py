@@ -33,7 +33,6 @@ class Tuning:
     max_pad_ms: int = 100  # cap on the model's pad-token silence kept for decoding
     worker_threads: int = 0  # synthesis workers (0: cores / intra-op threads; two per core when elastic)
     elastic_threads: bool = True  # CPU: concurrent streams share the cores (graphs loaded per thread count)
-    preempt_slack_s: float = 2.0  # a first window may stop a call whose audio is due this much later; 0 = never
     decode_batch_wait_ms: float = 2.0  # how long a decoder window waits for others to batch with
     onnx_spinning: bool = False  # idle ONNX Runtime threads busy-wait (only pays with one session per core)
 
@@ -45,5 +44,5 @@ class Tuning:
             raise ValueError("decoder windows must be positive and grow by a factor of at least 1")
         if self.window_context_ms < 0 or self.window_first_context_ms < 0 or self.max_pad_ms <= 0:
             raise ValueError("window contexts must not be negative and the pad cap must be positive")
-        if self.worker_threads < 0 or self.preempt_slack_s < 0 or self.decode_batch_wait_ms < 0:
-            raise ValueError("worker_threads, preempt_slack_s and decode_batch_wait_ms must not be negative")
+        if self.worker_threads < 0 or self.decode_batch_wait_ms < 0:
+            raise ValueError("worker_threads and decode_batch_wait_ms must not be negative")

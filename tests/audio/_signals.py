@@ -7,6 +7,7 @@ import io
 import av
 import numpy as np
 
+from voxserve.audio.encode import Encoder
 from voxserve.types import FloatAudio
 
 
@@ -54,7 +55,7 @@ def decode_with_av(data: bytes) -> tuple[FloatAudio, int]:
     return np.concatenate(frames).astype(np.float32), rate
 
 
-def push_in_chunks(encoder: object, x: FloatAudio, chunk: int) -> tuple[list[bytes], bytes]:
+def push_in_chunks(encoder: Encoder, x: FloatAudio, chunk: int) -> tuple[list[bytes], bytes]:
     """Feed ``x`` in ``chunk``-sample pieces; returns (bytes per encode call, bytes of finish)."""
-    parts = [encoder.encode(x[i : i + chunk]) for i in range(0, len(x), chunk)]  # type: ignore[attr-defined]
-    return parts, encoder.finish()  # type: ignore[attr-defined]
+    parts = [encoder.encode(x[i : i + chunk]) for i in range(0, len(x), chunk)]
+    return parts, encoder.finish()

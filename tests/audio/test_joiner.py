@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from voxserve.audio import Joiner, JoinOutput, discontinuity_score, rms_db, trim_silence
+from voxserve.audio.joiner import CrossfadeShape
 
 from ._signals import sine, speechlike
 
@@ -71,10 +72,10 @@ def _windows(phase_error: float, overlap: int) -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("shape", ["equal_power", "equal_gain"])
-def test_contiguous_windows_are_crossfaded_seamlessly(shape: str) -> None:
+def test_contiguous_windows_are_crossfaded_seamlessly(shape: CrossfadeShape) -> None:
     overlap = 480  # 20 ms
     windows = _windows(0.6, overlap)
-    joiner = Joiner(RATE, crossfade=shape)  # type: ignore[arg-type]
+    joiner = Joiner(RATE, crossfade=shape)
     outputs = [joiner.push(w, crossfade_ms=20.0 if k else 0.0) for k, w in enumerate(windows)]
     out = _collect(outputs, joiner.finish())
     assert len(out) == 36000

@@ -8,11 +8,13 @@ import pytest
 from tests.server.conftest import _ensure_grpc_code
 from tests.server.support import RunningServer, SharedRuntime, server_settings
 
+from voxserve.runtime import Runtime
+
 _ensure_grpc_code()
 
 
 @pytest.fixture(scope="module")
-def bench_server(runtime: object) -> Iterator[RunningServer]:
-    running = RunningServer(server_settings(engines=["piper", "kokoro"]), SharedRuntime(runtime))  # type: ignore[arg-type]
+def bench_server(runtime: Runtime) -> Iterator[RunningServer]:
+    running = RunningServer(server_settings(engines=["piper", "kokoro"]), SharedRuntime(runtime))
     yield running
     running.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.server.support import PIPER, RunningServer
@@ -14,23 +15,23 @@ from voxserve.cli import main
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _bench(server: RunningServer, out: Path, *options: str) -> dict[str, object]:
+def _bench(server: RunningServer, out: Path, *options: str) -> dict[str, Any]:
     argv = ["-q", "bench", "--url", server.base, "--grpc-target", server.grpc, "--voice", PIPER, "--output", str(out)]
     assert main([*argv, *options]) == 0
-    data: dict[str, object] = json.loads((out / "results.json").read_text())
+    data: dict[str, Any] = json.loads((out / "results.json").read_text())
     return data
 
 
-def _check_records(records: list[dict[str, object]], transports: set[str]) -> None:
+def _check_records(records: list[dict[str, Any]], transports: set[str]) -> None:
     assert records and {r["transport"] for r in records} == transports
     for r in records:
         assert r["error"] is None, r
-        first, last, audio = float(r["first_audio_s"]), float(r["last_audio_s"]), float(r["audio_s"])  # type: ignore[arg-type]
+        first, last, audio = float(r["first_audio_s"]), float(r["last_audio_s"]), float(r["audio_s"])
         assert 0 < first <= last < 30
         # a short agent reply is one to a few seconds of speech, counted from the PCM bytes
         assert 0.8 < audio < 8, r
-        assert float(r["rtf"]) == pytest.approx(last / audio)  # type: ignore[arg-type]
-        assert r["underruns"] == len(r["underrun_at_s"])  # type: ignore[arg-type]
+        assert float(r["rtf"]) == pytest.approx(last / audio)
+        assert r["underruns"] == len(r["underrun_at_s"])
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,7 @@ def test_bench_writes_results_and_plots(
     bench_server: RunningServer, tmp_path: Path, transports: str, options: tuple[str, ...]
 ) -> None:
     data = _bench(bench_server, tmp_path, "--transport", transports, "--concurrency", "2", "--duration", "2", *options)
-    [series] = data["series"]  # type: ignore[misc]
+    [series] = data["series"]
     [level] = series["levels"]
     summary = level["summary"]
     assert summary["concurrency"] == 2 and summary["errors"] == 0 and summary["requests"] >= 2

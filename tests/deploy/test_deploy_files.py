@@ -68,7 +68,7 @@ def test_the_settings_they_set_are_accepted(monkeypatch: pytest.MonkeyPatch) -> 
         for name, value in env.items():
             if name.startswith("VOXSERVE_"):
                 monkeypatch.setenv(name, str(value))
-        settings = Settings(_env_file=None)  # type: ignore[call-arg]
+        settings = Settings(_env_file=None)
         assert settings.host == "0.0.0.0" or "VOXSERVE_HOST" not in env
 
 

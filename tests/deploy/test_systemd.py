@@ -22,9 +22,15 @@ NAMES = ("voxserve.service", "voxserve-healthcheck.service", "voxserve-healthche
 PREFIX = Path(sys.executable).parent.parent  # this venv stands in for /opt/voxserve
 
 
+class _UnitParser(configparser.ConfigParser):
+    """systemd keys are case-sensitive: keep them as written."""
+
+    def optionxform(self, optionstr: str) -> str:
+        return optionstr
+
+
 def unit(name: str) -> configparser.ConfigParser:
-    parser = configparser.ConfigParser(strict=False, interpolation=None, comment_prefixes=("#", ";"))
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser = _UnitParser(strict=False, interpolation=None, comment_prefixes=("#", ";"))
     parser.read_string((UNITS / name).read_text())
     return parser
 

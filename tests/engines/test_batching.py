@@ -15,6 +15,7 @@ from voxserve.engines.kokoro_stream import HOP, KokoroFront, KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.engines.onnx import RunControl, SessionFactory
 from voxserve.errors import Cancelled, EngineFailure
+from voxserve.models import ModelStore
 from voxserve.models.split_cache import ensure_split_graphs
 
 SENTENCES = (
@@ -33,12 +34,12 @@ def test_stack_feeds_broadcasts_unused_statistics() -> None:
 
 
 @pytest.fixture(scope="module")
-def graphs(model_store) -> Path:  # type: ignore[no-untyped-def]
+def graphs(model_store: ModelStore) -> Path:
     return ensure_split_graphs(model_store, "kokoro")
 
 
 @pytest.fixture(scope="module")
-def fronts(graphs: Path, model_store) -> list[KokoroFront]:  # type: ignore[no-untyped-def]
+def fronts(graphs: Path, model_store: ModelStore) -> list[KokoroFront]:
     streamer = KokoroStreamer(SessionFactory(["cpu"], 2), graphs)
     voice = np.fromfile(model_store.kokoro_voice("af_heart"), dtype=np.float32).reshape(510, 1, 256)
     out = []

@@ -7,12 +7,13 @@ import pytest
 
 from voxserve.engines.kokoro import KokoroEngine, split_phonemes
 from voxserve.errors import InvalidInput, UnknownVoice
+from voxserve.runtime import Runtime
 
 HELP = "ʃˈʊɹ, ˌI kæn hˈɛlp wɪð ðˈæt."
 
 
 @pytest.fixture(scope="module")
-def kokoro(runtime) -> KokoroEngine:  # type: ignore[no-untyped-def]
+def kokoro(runtime: Runtime) -> KokoroEngine:
     engine = runtime.engines["kokoro"]
     assert isinstance(engine, KokoroEngine)
     return engine

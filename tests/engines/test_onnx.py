@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from voxserve.engines import onnx
 from voxserve.engines.onnx import SessionFactory, resolve_providers
 from voxserve.errors import ModelError
+from voxserve.models import ModelStore
 
 
 def test_auto_providers_end_with_cpu() -> None:
@@ -31,7 +34,7 @@ def test_unavailable_provider_is_a_clear_error() -> None:
         resolve_providers(["NoSuchExecutionProvider"])
 
 
-def test_missing_and_corrupt_model_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_and_corrupt_model_files(tmp_path: Path) -> None:
     factory = SessionFactory(["cpu"], 1)
     with pytest.raises(ModelError, match="voxserve models fetch"):
         factory.create(tmp_path / "missing.onnx")
@@ -48,7 +51,7 @@ def test_idle_threads_do_not_spin_unless_asked() -> None:
     assert busy.get_session_config_entry("session.intra_op.allow_spinning") == "1"
 
 
-def test_a_cancelled_run_control_aborts_the_call_in_flight(model_store) -> None:  # type: ignore[no-untyped-def]
+def test_a_cancelled_run_control_aborts_the_call_in_flight(model_store: ModelStore) -> None:
     import threading
     import time
 
@@ -84,7 +87,7 @@ def test_thread_levels_are_all_cores_their_root_and_one() -> None:
     assert thread_levels(8) == (8, 3, 1)
 
 
-def test_an_elastic_session_runs_at_the_callers_thread_budget(model_store) -> None:  # type: ignore[no-untyped-def]
+def test_an_elastic_session_runs_at_the_callers_thread_budget(model_store: ModelStore) -> None:
     import numpy as np
 
     from voxserve.engines.onnx import ElasticSession, current_thread_budget, thread_budget
@@ -115,7 +118,7 @@ def test_an_elastic_session_runs_at_the_callers_thread_budget(model_store) -> No
     assert wide.shape == narrow.shape and float(np.abs(wide - narrow).max()) < 1e-3
 
 
-def test_a_lazy_session_loads_once_on_first_use(model_store) -> None:  # type: ignore[no-untyped-def]
+def test_a_lazy_session_loads_once_on_first_use(model_store: ModelStore) -> None:
     import threading
 
     factory = SessionFactory(["cpu"], 1)

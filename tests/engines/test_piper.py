@@ -7,12 +7,13 @@ import pytest
 
 from voxserve.engines.piper import PiperEngine
 from voxserve.errors import InvalidInput, UnknownVoice
+from voxserve.runtime import Runtime
 
 HELLO = "həlˈoʊ ðˈɛɹ, hˌaʊ kæn aɪ hˈɛlp juː tədˈeɪ?"
 
 
 @pytest.fixture(scope="module")
-def piper(runtime) -> PiperEngine:  # type: ignore[no-untyped-def]
+def piper(runtime: Runtime) -> PiperEngine:
     engine = runtime.engines["piper"]
     assert isinstance(engine, PiperEngine)
     return engine
@@ -53,3 +54,16 @@ def test_errors(piper: PiperEngine) -> None:
         piper.synthesize("hə☃", "en_US-joe-medium")
     with pytest.raises(InvalidInput, match="empty"):
         piper.synthesize("   ", "en_US-joe-medium")
+
+
+def test_the_whole_sentence_path_stops_for_a_cancelled_stream(piper: PiperEngine) -> None:
+    """Sentence mode (and voices whose graph cannot be split) make one call per sentence: a cancelled
+    stream's call fails as cancelled instead of running to the end."""
+    from voxserve.engines.onnx import RunControl
+    from voxserve.errors import Cancelled
+
+    control = RunControl()
+    control.cancel()
+    with pytest.raises(Cancelled):
+        piper.synthesize(HELLO, "en_US-joe-medium", control=control)
+    assert len(piper.synthesize(HELLO, "en_US-joe-medium", control=RunControl()).samples) > 0

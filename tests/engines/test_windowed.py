@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from pesq import pesq
 from pystoi import stoi
 from scipy.signal import resample_poly
 
+from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.kokoro_stream import HOP as KOKORO_HOP
 from voxserve.engines.kokoro_stream import KokoroFront, KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
@@ -20,8 +22,14 @@ from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
 from voxserve.engines.windowing import CrossfadeJoiner, Window, iter_windows
 from voxserve.errors import InvalidInput
+from voxserve.models import ModelStore
 from voxserve.models.graphs import build_split_graphs
+from voxserve.runtime import Runtime
 
+if TYPE_CHECKING:
+    from tests.conftest import PiperIds
+
+Sentence = tuple[KokoroFront, np.ndarray]  # its front and its whole decode
 SENTENCE = "jˌʊɹ ˈɔɹdəɹ ʃˈɪpt ðɪs mˈɔɹnɪŋ ænd ʃˌʊd əɹˈIv ˌɔn θˈɜɹzdˌA."  # "Your order shipped ... Thursday."
 PIPER_IPA = "jʊɹ ˈɔːɹdɚ ʃˈɪpt ðɪs mˈɔːɹnɪŋ ænd ʃˌʊd ɚɹˈaɪv ˌɔn θˈɜːzdeɪ."
 
@@ -70,7 +78,7 @@ def test_joiner_crossfades_a_step() -> None:
 
 
 @pytest.fixture(scope="module")
-def split_dir(model_store, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
+def split_dir(model_store: ModelStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("split")
     build_split_graphs(model_store.kokoro_model(), out)
     build_split_graphs(model_store.piper_model(), out)
@@ -83,7 +91,7 @@ def kokoro(split_dir: Path) -> KokoroStreamer:
 
 
 @pytest.fixture(scope="module")
-def sentence(kokoro: KokoroStreamer, model_store) -> tuple[KokoroFront, np.ndarray]:  # type: ignore[no-untyped-def]
+def sentence(kokoro: KokoroStreamer, model_store: ModelStore) -> Sentence:
     ids = np.array([KOKORO_VOCAB[c] for c in SENTENCE], dtype=np.int64)
     voice = np.fromfile(model_store.kokoro_voice("af_heart"), dtype=np.float32).reshape(510, 1, 256)
     front = kokoro.front(ids, voice[len(ids)], 1.0)
@@ -95,7 +103,7 @@ def _scores(reference: np.ndarray, test: np.ndarray) -> tuple[float, float]:
     return float(pesq(16_000, ref16, test16, "wb")), float(stoi(ref16, test16, 16_000))
 
 
-def test_kokoro_pieces_are_contiguous_with_metadata(kokoro: KokoroStreamer, sentence) -> None:  # type: ignore[no-untyped-def]
+def test_kokoro_pieces_are_contiguous_with_metadata(kokoro: KokoroStreamer, sentence: Sentence) -> None:
     front, whole = sentence
     pieces = list(kokoro.decode_windows(front, first_window_frames=10, window_frames=40))
     assert len(pieces) >= 3
@@ -104,12 +112,15 @@ def test_kokoro_pieces_are_contiguous_with_metadata(kokoro: KokoroStreamer, sent
     assert first.first and not first.last and last.last and not any(p.first for p in pieces[1:])
     assert first.lead_in == front.durations[0] * KOKORO_HOP and last.tail == front.durations[-1] * KOKORO_HOP
     assert first.phoneme_durations is not None and len(first.phoneme_durations) == len(SENTENCE)
+    assert first.lead_in is not None and last.tail is not None
     assert first.lead_in + int(first.phoneme_durations.sum()) + last.tail == len(whole)
     # the first piece holds at most ~0.3 s of speech after the leading pad
     assert 0 < len(first.samples) - first.lead_in <= int(0.3 * 24_000)
 
 
-def test_kokoro_windows_sound_like_the_whole_sentence(kokoro: KokoroStreamer, sentence, split_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_kokoro_windows_sound_like_the_whole_sentence(
+    kokoro: KokoroStreamer, sentence: Sentence, split_dir: Path
+) -> None:
     front, whole = sentence
     # the server's path: the voice has spoken before (warm-up), so its learned vocoder statistics apply
     for _ in kokoro.decode_windows(front, 400, 400, voice="af_heart"):
@@ -131,8 +142,8 @@ def test_kokoro_windows_sound_like_the_whole_sentence(kokoro: KokoroStreamer, se
     assert quality > naive_quality + 0.5, (quality, naive_quality)
 
 
-def test_kokoro_voice_statistics_bring_windows_closer_to_the_whole(  # type: ignore[no-untyped-def]
-    split_dir: Path, sentence, model_store
+def test_kokoro_voice_statistics_bring_windows_closer_to_the_whole(
+    split_dir: Path, sentence: Sentence, model_store: ModelStore
 ) -> None:
     """After the voice has spoken another sentence, its learned vocoder statistics steady small windows."""
     front, whole = sentence
@@ -150,7 +161,7 @@ def test_kokoro_voice_statistics_bring_windows_closer_to_the_whole(  # type: ign
     assert warm_quality >= cold_quality + 0.3 and warm_intelligibility >= 0.95, (cold_quality, warm_quality)
 
 
-def test_kokoro_capped_pads(kokoro: KokoroStreamer, model_store) -> None:  # type: ignore[no-untyped-def]
+def test_kokoro_capped_pads(kokoro: KokoroStreamer, model_store: ModelStore) -> None:
     ids = np.array([KOKORO_VOCAB[c] for c in "hˈɛlOʊ."], dtype=np.int64)
     voice = np.fromfile(model_store.kokoro_voice("af_heart"), dtype=np.float32).reshape(510, 1, 256)
     front = kokoro.front(ids, voice[len(ids)], 1.0, max_pad_frames=3)
@@ -160,7 +171,7 @@ def test_kokoro_capped_pads(kokoro: KokoroStreamer, model_store) -> None:  # typ
         kokoro.front(np.array([], dtype=np.int64), voice[1], 1.0)
 
 
-def test_piper_windows_match_whole_decode(split_dir: Path, model_store, piper_ids) -> None:  # type: ignore[no-untyped-def]
+def test_piper_windows_match_whole_decode(split_dir: Path, model_store: ModelStore, piper_ids: PiperIds) -> None:
     config = json.loads(model_store.piper_config().read_text())
     ids = piper_ids(PIPER_IPA)
     streamer = PiperStreamer(SessionFactory(["cpu"], 2), split_dir, config["audio"]["sample_rate"])
@@ -172,17 +183,20 @@ def test_piper_windows_match_whole_decode(split_dir: Path, model_store, piper_id
     np.testing.assert_allclose(windowed, whole, atol=1e-4)
     first = pieces[0]
     assert first.phoneme_durations is not None
+    assert first.lead_in is not None and pieces[-1].tail is not None
     assert (
         first.lead_in + int(first.phoneme_durations.sum()) + pieces[-1].tail == len(whole) == front.frames * PIPER_HOP
     )
     assert len(first.samples) - first.lead_in == 24 * PIPER_HOP
 
 
-def test_predicted_statistics_bring_a_first_segment_closer_to_the_whole(runtime) -> None:  # type: ignore[no-untyped-def]
+def test_predicted_statistics_bring_a_first_segment_closer_to_the_whole(runtime: Runtime) -> None:
     """The server's path: a stream's first sentence in small windows, its vocoder statistics predicted
     from its frame-rate ones (learned at start-up), against starting from the voice's average."""
     engine = runtime.engines["kokoro"]
+    assert isinstance(engine, KokoroEngine) and engine.streamer is not None
     streamer, windows = engine.streamer, runtime.window_config()
+    assert streamer.stats_model is not None and streamer.voice_stats is not None
     assert all(streamer.stats_model.knows(voice.id) for voice in engine.voices())
     frame_s = KOKORO_HOP / 24_000
     first, following, largest = windows.plan(windows.first_s, frame_s)

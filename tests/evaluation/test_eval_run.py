@@ -10,10 +10,11 @@ from pathlib import Path
 from voxserve.evaluation.command import write_report
 from voxserve.evaluation.run import Evaluation
 from voxserve.evaluation.synth import Synthesizer
+from voxserve.runtime import Runtime
 
 
-def test_short_eval_writes_a_report_with_low_error_rates(runtime: object, tmp_path: Path) -> None:
-    synthesizer = Synthesizer(["kokoro", "piper"], streamed=runtime)  # type: ignore[arg-type]
+def test_short_eval_writes_a_report_with_low_error_rates(runtime: Runtime, tmp_path: Path) -> None:
+    synthesizer = Synthesizer(["kokoro", "piper"], streamed=runtime)
     try:
         # DNSMOS is left out: its first call (librosa's JIT, two ONNX models) alone takes ~8 s
         evaluation = Evaluation(synthesizer, naturalness=False, quiet=True)

@@ -50,7 +50,7 @@ async def test_a_closed_stream_stops_alone_and_the_socket_is_kept(base_url: str)
 async def test_stock_openai_tts_with_only_base_url_changed(base_url: str) -> None:
     """LiveKit's OpenAI plugin asks for SSE (gpt-4o-mini-tts) in mp3 by default; pcm too."""
     for extra in ({}, {"response_format": "pcm"}):
-        engine = lk_openai.TTS(base_url=f"{base_url}/v1", api_key="unused", **extra)  # type: ignore[arg-type]
+        engine = lk_openai.TTS(base_url=f"{base_url}/v1", api_key="unused", **extra)
         try:
             frame = await engine.synthesize("Hello from the stock plugin.").collect()
         finally:

@@ -6,6 +6,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,8 +16,8 @@ from voxserve.settings import Settings
 SettingsMaker = Callable[..., Settings]
 
 
-def _make_settings(cache_dir: Path, **overrides: object) -> Settings:
-    return Settings(_env_file=None, cache_dir=cache_dir, **overrides)  # type: ignore[call-arg]
+def _make_settings(cache_dir: Path, **overrides: Any) -> Settings:
+    return Settings(_env_file=None, cache_dir=cache_dir, **overrides)
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -19,8 +20,12 @@ from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.engines.onnx import SessionFactory
 from voxserve.engines.piper_stream import PiperStreamer
 from voxserve.errors import ModelError
+from voxserve.models import ModelStore
 from voxserve.models.fileio import sha256_file
-from voxserve.models.graphs import KNOWN_HASHES, build_split_graphs
+from voxserve.models.graphs import KNOWN_HASHES, SplitPrecision, build_split_graphs
+
+if TYPE_CHECKING:
+    from tests.conftest import PiperIds
 
 KOKORO_PHONEMES = "ʃˈʊɹ, ˌI kæn hˈɛlp wɪð ðˈæt."
 PIPER_IPA = "ʃˈʊɹ, aɪ kæn hˈɛlp wɪð ðˈæt."
@@ -41,14 +46,16 @@ def _with_output(path: Path, name: str) -> ort.InferenceSession:
 
 
 @pytest.fixture(scope="module")
-def split_dir(model_store, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
+def split_dir(model_store: ModelStore, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("split")
     build_split_graphs(model_store.kokoro_model(), out)
     build_split_graphs(model_store.piper_model(), out)
     return out
 
 
-def test_build_is_reproducible_and_matches_known_hashes(model_store, split_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_build_is_reproducible_and_matches_known_hashes(
+    model_store: ModelStore, split_dir: Path, tmp_path: Path
+) -> None:
     again = build_split_graphs(model_store.piper_model(), tmp_path)
     for path in again:
         assert sha256_file(path) == sha256_file(split_dir / path.name)
@@ -75,7 +82,7 @@ def test_unknown_model_is_refused(tmp_path: Path) -> None:
         build_split_graphs(tmp_path / "absent.onnx", tmp_path / "out")
 
 
-def test_kokoro_split_reproduces_monolithic(model_store, split_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_kokoro_split_reproduces_monolithic(model_store: ModelStore, split_dir: Path) -> None:
     ids = np.array([KOKORO_VOCAB[c] for c in KOKORO_PHONEMES], dtype=np.int64)
     voice = np.fromfile(model_store.kokoro_voice("af_heart"), dtype=np.float32).reshape(510, 1, 256)
     style = voice[len(ids)]
@@ -98,7 +105,7 @@ def test_kokoro_split_reproduces_monolithic(model_store, split_dir: Path) -> Non
     np.testing.assert_allclose(whole, audio, atol=1e-6)
 
 
-def test_piper_split_reproduces_monolithic(model_store, split_dir: Path, piper_ids) -> None:  # type: ignore[no-untyped-def]
+def test_piper_split_reproduces_monolithic(model_store: ModelStore, split_dir: Path, piper_ids: PiperIds) -> None:
     config = json.loads(model_store.piper_config().read_text())
     ids = piper_ids(PIPER_IPA)
     streamer = PiperStreamer(SessionFactory(["cpu"], 2), split_dir, config["audio"]["sample_rate"])
@@ -120,11 +127,13 @@ def test_piper_split_reproduces_monolithic(model_store, split_dir: Path, piper_i
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16"])
-def test_float_decoders_sound_like_int8(model_store, split_dir: Path, tmp_path: Path, precision: str) -> None:  # type: ignore[no-untyped-def]
+def test_float_decoders_sound_like_int8(
+    model_store: ModelStore, split_dir: Path, tmp_path: Path, precision: SplitPrecision
+) -> None:
     """The dequantized decoder is a float copy of the int8 one (fp16: its convolutions in float16):
     same inputs, near-identical audio."""
     float_dir = tmp_path / precision
-    build_split_graphs(model_store.kokoro_model(), float_dir, precision=precision)  # type: ignore[arg-type]
+    build_split_graphs(model_store.kokoro_model(), float_dir, precision=precision)
     decoder = onnx.load(str(float_dir / "kokoro_decoder.onnx"))
     ops = {node.op_type for node in decoder.graph.node}
     assert not ops & {"MatMulInteger", "ConvInteger", "DynamicQuantizeLinear"}

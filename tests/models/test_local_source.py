@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ def _flat_dir(fetched_root: Path, folder: Path, *, npz_voices: bool) -> Path:
     _link(folder / "en_US-joe-medium.onnx.json", fetched_root / "piper/en_US-joe-medium.onnx.json")
     voices = sorted((fetched_root / "kokoro/voices").glob("*.bin"))
     if npz_voices:  # kokoro-onnx's voices-v1.0.bin: one npz, arrays (510, 1, 256) keyed by voice name
-        arrays = {path.stem: np.fromfile(path, dtype="<f4").reshape(510, 1, 256) for path in voices}
+        arrays: dict[str, Any] = {path.stem: np.fromfile(path, dtype="<f4").reshape(510, 1, 256) for path in voices}
         with (folder / "voices-v1.0.bin").open("wb") as handle:
             np.savez(handle, **arrays)
     else:

@@ -21,7 +21,7 @@ def decoded_seconds(data: bytes) -> float:
     """Duration of an encoded file (wav/mp3/opus/flac/aac) by decoding every frame."""
     total = 0
     rate = 0
-    with av.open(io.BytesIO(data)) as container:
+    with av.open(io.BytesIO(data), mode="r") as container:
         for frame in container.decode(audio=0):
             total += frame.samples
             rate = frame.sample_rate

@@ -9,7 +9,7 @@ import pytest
 
 from voxserve.server.runtime_api import RuntimeLike
 
-from .support import RunningServer, SharedRuntime, server_settings
+from .support import RunningServer, ServerMaker, SharedRuntime, server_settings
 
 
 def _ensure_grpc_code() -> None:
@@ -38,18 +38,18 @@ def shared_runtime(runtime: RuntimeLike) -> RuntimeLike:
 @pytest.fixture(scope="module")
 def server(shared_runtime: RuntimeLike) -> Iterator[RunningServer]:
     """A server with default settings (auth off, generous limits)."""
-    running = RunningServer(server_settings(), SharedRuntime(shared_runtime))  # type: ignore[arg-type]
+    running = RunningServer(server_settings(), SharedRuntime(shared_runtime))
     yield running
     running.stop()
 
 
 @pytest.fixture()
-def make_server(shared_runtime: RuntimeLike) -> Iterator[object]:
+def make_server(shared_runtime: RuntimeLike) -> Iterator[ServerMaker]:
     """Factory for servers with specific settings; all are stopped at the end of the test."""
     started: list[RunningServer] = []
 
     def make(**overrides: object) -> RunningServer:
-        running = RunningServer(server_settings(**overrides), SharedRuntime(shared_runtime))  # type: ignore[arg-type]
+        running = RunningServer(server_settings(**overrides), SharedRuntime(shared_runtime))
         started.append(running)
         return running
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import uvicorn
 
 from voxserve.server.app import create_app
 from voxserve.server.run import uvicorn_config
-from voxserve.server.runtime_api import RuntimeLike
+from voxserve.server.runtime_api import RuntimeLike, SessionLike
 from voxserve.settings import Settings
+from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
 
 PIPER = "en_US-joe-medium"
 KOKORO = "af_heart"
@@ -81,8 +84,11 @@ class RunningServer:
         self.thread.join(30)
 
 
-def server_settings(**overrides: object) -> Settings:
-    base: dict[str, object] = {
+ServerMaker = Callable[..., "RunningServer"]  # the make_server fixture: settings overrides → a running server
+
+
+def server_settings(**overrides: Any) -> Settings:
+    base: dict[str, Any] = {
         "engines": ["piper"],
         "default_voice": PIPER,
         "host": "127.0.0.1",
@@ -92,7 +98,7 @@ def server_settings(**overrides: object) -> Settings:
         "shutdown_grace_s": 2.0,
     }
     base.update(overrides)
-    return Settings(_env_file=None, **base)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **base)
 
 
 class SharedRuntime:
@@ -104,13 +110,13 @@ class SharedRuntime:
     def load(self) -> None:
         self._runtime.load()
 
-    def voices(self) -> list[object]:
-        return self._runtime.voices()  # type: ignore[return-value]
+    def voices(self) -> list[VoiceInfo]:
+        return self._runtime.voices()
 
-    def open_session(self, params: object, *, pace: bool = True) -> object:
-        return self._runtime.open_session(params, pace=pace)  # type: ignore[arg-type]
+    def open_session(self, params: SynthesisParams, *, pace: bool = True) -> SessionLike:
+        return self._runtime.open_session(params, pace=pace)
 
-    def scheduler_stats(self) -> object:
+    def scheduler_stats(self) -> SchedulerStats:
         return self._runtime.scheduler_stats()
 
     def stream_share(self, engine: str) -> float | None:

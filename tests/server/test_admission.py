@@ -69,7 +69,7 @@ def test_queue_timeout_comes_from_settings(monkeypatch: pytest.MonkeyPatch) -> N
     from .fakes import BlockedLoadRuntime
 
     monkeypatch.setenv("VOXSERVE_QUEUE_TIMEOUT_S", "2.5")
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
     state = ServerState.build(settings, runtime=BlockedLoadRuntime())
     assert state.admission.queue_timeout_s == 2.5
 

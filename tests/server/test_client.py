@@ -1,4 +1,4 @@
-"""voxserve.client (async and blocking) against a real server over loopback, with real Piper synthesis."""
+"""voxserve.client (async and blocking) against a real server over loopback, on the fake engines."""
 
 from __future__ import annotations
 
@@ -13,13 +13,19 @@ import pytest
 from websockets.sync.client import connect
 
 from voxserve.client import AsyncClient, Client, VoxServeError
+from voxserve.runtime import Runtime
+from voxserve.server.runtime_api import RuntimeLike
 
 from .audio_util import pcm_rms
-from .support import PIPER, SHORT, RunningServer
+from .support import PIPER, SHORT, RunningServer, ServerMaker
 from .test_ws import recv_json, send
 from .test_ws_contexts import LONG
 
-pytestmark = pytest.mark.e2e
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
 
 
 def test_the_client_imports_nothing_of_the_server() -> None:
@@ -89,7 +95,7 @@ def test_errors_are_typed(server: RunningServer) -> None:
     asyncio.run(run())
 
 
-def test_retries_a_busy_server_after_retry_after(make_server: Any) -> None:
+def test_retries_a_busy_server_after_retry_after(make_server: ServerMaker) -> None:
     """With the only stream slot taken, the first try gets 503 + Retry-After; the client waits, tries again
     once the slot is free, and succeeds."""
     busy = make_server(max_streams=1, max_queue=0)

@@ -20,9 +20,10 @@ from websockets.sync.client import connect
 
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
-from voxserve.server.runtime_api import RuntimeLike
+from voxserve.server.runtime_api import RuntimeLike, SessionLike
+from voxserve.types import SynthesisParams
 
-from .support import PIPER, RunningServer, SharedRuntime, server_settings
+from .support import PIPER, RunningServer, ServerMaker, SharedRuntime, server_settings
 from .test_ws import recv_json, send
 
 pytestmark = pytest.mark.e2e
@@ -33,7 +34,7 @@ class CountingRuntime(SharedRuntime):
         super().__init__(runtime)
         self.sessions = 0
 
-    def open_session(self, params: object, *, pace: bool = True) -> object:
+    def open_session(self, params: SynthesisParams, *, pace: bool = True) -> SessionLike:
         self.sessions += 1
         return super().open_session(params, pace=pace)
 
@@ -44,7 +45,7 @@ def bounded(shared_runtime: RuntimeLike) -> Iterator[tuple[RunningServer, Counti
     settings = server_settings(
         header_timeout_s=1.0, body_timeout_s=1.0, max_connections_per_client=3, rate_limit_per_minute=6
     )
-    running = RunningServer(settings, runtime)  # type: ignore[arg-type]
+    running = RunningServer(settings, runtime)
     yield running, runtime
     running.stop()
 
@@ -141,10 +142,10 @@ def test_every_client_is_bounded(bounded: tuple[RunningServer, CountingRuntime])
     assert rss1 <= rss0 + 60, (rss0, rss1)
 
 
-def test_grpc_calls_in_flight_are_capped_per_client(make_server: object) -> None:
+def test_grpc_calls_in_flight_are_capped_per_client(make_server: ServerMaker) -> None:
     """max_connections_per_client bounds one address's gRPC calls in flight too: the call past the cap
     ends with RESOURCE_EXHAUSTED and a message naming the cap; once a call ends, a new one is served."""
-    server: RunningServer = make_server(max_connections_per_client=2)  # type: ignore[operator]
+    server: RunningServer = make_server(max_connections_per_client=2)
     releases: list[queue.Queue[None]] = []
 
     def open_duplex(stub: pb_grpc.VoxServeStub) -> grpc.Future:

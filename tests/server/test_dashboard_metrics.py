@@ -90,7 +90,7 @@ def scraped(shared_runtime: RuntimeLike) -> Iterator[set[str]]:
     """The sample names a real server's /metrics declares, after one synthesis (so its histograms have
     series). A labelled counter such as voxserve_stalled_streams_total has no sample before its first
     increment, but its HELP and TYPE lines are there."""
-    server = RunningServer(server_settings(), SharedRuntime(shared_runtime))  # type: ignore[arg-type]
+    server = RunningServer(server_settings(), SharedRuntime(shared_runtime))
     try:
         body = {"input": SHORT, "voice": PIPER, "response_format": "pcm"}
         assert httpx.post(server.base + "/v1/audio/speech", json=body, timeout=60).status_code == 200

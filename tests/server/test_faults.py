@@ -8,49 +8,56 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Iterator
+from typing import cast
 
 import grpc
 import httpx
 import pytest
 from websockets.sync.client import connect
 
+from voxserve.runtime import Runtime
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
-from voxserve.server.runtime_api import RuntimeLike
+from voxserve.server.runtime_api import RuntimeLike, SessionLike
 from voxserve.types import AudioChunk, SynthesisParams
 
 from .support import PIPER, SHORT, RunningServer, SharedRuntime, server_settings
 from .test_ws import recv_json, send, utterance
 
-pytestmark = pytest.mark.e2e
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
+
+
 BROKEN_SPEED = 1.25  # the marker: sessions opened at this speed fail after their first chunk
 
 
 class _Breaks:
     """A real session that raises what ONNX Runtime would, after its first chunk."""
 
-    def __init__(self, session: object) -> None:
+    def __init__(self, session: SessionLike) -> None:
         self._session = session
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._session, name)
 
     async def __aiter__(self) -> AsyncIterator[AudioChunk]:
-        async for chunk in self._session:  # type: ignore[attr-defined]
+        async for chunk in self._session:
             yield chunk
             raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code")
 
 
 class FaultyRuntime(SharedRuntime):
-    def open_session(self, params: object, *, pace: bool = True) -> object:
+    def open_session(self, params: SynthesisParams, *, pace: bool = True) -> SessionLike:
         session = super().open_session(params, pace=pace)
-        assert isinstance(params, SynthesisParams)
-        return _Breaks(session) if params.speed == BROKEN_SPEED else session
+        return cast(SessionLike, _Breaks(session)) if params.speed == BROKEN_SPEED else session
 
 
 @pytest.fixture()
 def faulty(shared_runtime: RuntimeLike) -> Iterator[RunningServer]:
-    running = RunningServer(server_settings(), FaultyRuntime(shared_runtime))  # type: ignore[arg-type]
+    running = RunningServer(server_settings(), FaultyRuntime(shared_runtime))
     yield running
     running.stop()
 

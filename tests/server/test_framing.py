@@ -1,7 +1,7 @@
 """Chunk framing clients can rely on (docs/protocol.md): the last chunk says ``final``, in every format and
 on every transport; ``done.chunks`` counts the chunk events sent; SSE sends no empty deltas.
 
-Real server, real Piper, real clients (websockets, grpcio, httpx)."""
+Real server (on the fake engines), real clients (websockets, grpcio, httpx)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,21 @@ import pytest
 from websockets.sync.client import connect
 
 from voxserve.audio import supported_formats
+from voxserve.runtime import Runtime
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
+from voxserve.server.runtime_api import RuntimeLike
 
 from .support import PIPER, SHORT, RunningServer
 from .test_grpc import stub
 from .test_ws import recv_json, send, utterance
 
-pytestmark = pytest.mark.e2e
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
+
+
 FORMATS = [f for f in ("pcm", "wav", "mp3", "opus", "flac", "mulaw") if f in supported_formats()]
 
 

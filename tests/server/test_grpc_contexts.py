@@ -1,4 +1,5 @@
-"""Protocol 2 on gRPC ``StreamingSynthesize``: contexts named by ``context_id`` (docs/protocol.md)."""
+"""Protocol 2 on gRPC ``StreamingSynthesize``: contexts named by ``context_id`` (docs/protocol.md), with
+the real models: the contexts' end-to-end check (test_ws_contexts.py checks the protocol on the fake engines)."""
 
 from __future__ import annotations
 

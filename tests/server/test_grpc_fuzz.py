@@ -12,13 +12,21 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from voxserve.runtime import Runtime
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
+from voxserve.server.runtime_api import RuntimeLike
 
 from .support import PIPER, SHORT, RunningServer
 from .test_ws_fuzz import KNOWN_CODES, Bystander
 
-pytestmark = pytest.mark.e2e
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
+
+
 CLEAN = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.CANCELLED}
 
 configs = st.builds(
@@ -61,7 +69,7 @@ def bystander(server: RunningServer) -> Iterator[Bystander]:
 
 @given(sequence=st.lists(requests, max_size=10))
 @settings(  # ci: 10 examples; VOXSERVE_FUZZ=long: 666. The bystander spans all examples, on purpose.
-    max_examples=max(10, settings.default.max_examples // 3),
+    max_examples=max(10, settings().max_examples // 3),
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @example(sequence=[pb.StreamRequest(close=pb.CloseUtterance())] * 30 + [pb.StreamRequest(cancel=pb.Cancel())] * 30)

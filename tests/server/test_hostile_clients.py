@@ -20,7 +20,7 @@ from websockets.sync.client import connect
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
-from .support import PIPER, SHORT, RunningServer
+from .support import PIPER, SHORT, RunningServer, ServerMaker
 from .test_ws import recv_json, send
 
 pytestmark = pytest.mark.e2e
@@ -68,9 +68,9 @@ def _jwt(subject: str) -> str:
 
 
 def test_no_credential_reaches_any_log_line(
-    make_server: object, all_logs: Everything, capfd: pytest.CaptureFixture[str]
+    make_server: ServerMaker, all_logs: Everything, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    server: RunningServer = make_server(api_keys=[KEY], jwt_secret=SECRET)  # type: ignore[operator]
+    server: RunningServer = make_server(api_keys=[KEY], jwt_secret=SECRET)
     all_logs.listen()
     token = _jwt("alice")
     wrong = "wrong-key-55aa66bb77cc"
@@ -112,8 +112,8 @@ def test_no_credential_reaches_any_log_line(
         assert secret not in text
 
 
-def test_a_websocket_that_never_authenticates_is_closed_4001(make_server: object) -> None:
-    server: RunningServer = make_server(api_keys=[KEY], ws_first_message_s=0.5)  # type: ignore[operator]
+def test_a_websocket_that_never_authenticates_is_closed_4001(make_server: ServerMaker) -> None:
+    server: RunningServer = make_server(api_keys=[KEY], ws_first_message_s=0.5)
     started = time.monotonic()
     with connect(server.ws) as ws:
         error = recv_json(ws, timeout=5)
@@ -124,8 +124,8 @@ def test_a_websocket_that_never_authenticates_is_closed_4001(make_server: object
     assert time.monotonic() - started < 4
 
 
-def test_a_silent_websocket_is_closed_and_an_idle_one_too(make_server: object) -> None:
-    server: RunningServer = make_server(ws_first_message_s=0.5, ws_idle_timeout_s=1.0)  # type: ignore[operator]
+def test_a_silent_websocket_is_closed_and_an_idle_one_too(make_server: ServerMaker) -> None:
+    server: RunningServer = make_server(ws_first_message_s=0.5, ws_idle_timeout_s=1.0)
     with connect(server.ws) as ws:  # never sends config
         assert recv_json(ws, timeout=5)["code"] == "idle_timeout"
         with pytest.raises(ConnectionClosed) as closed:
@@ -157,8 +157,8 @@ def test_every_method_on_an_api_path_gets_a_true_answer(server: RunningServer) -
     assert httpx.delete(server.base + "/v1/models").headers["allow"] == "GET, HEAD, OPTIONS"
 
 
-def test_a_401_names_the_bearer_scheme(make_server: object) -> None:
-    server: RunningServer = make_server(api_keys=[KEY])  # type: ignore[operator]
+def test_a_401_names_the_bearer_scheme(make_server: ServerMaker) -> None:
+    server: RunningServer = make_server(api_keys=[KEY])
     for headers in ({}, {"Authorization": "Bearer nope"}):
         reply = httpx.post(server.base + "/v1/audio/speech", json={"input": "Hi."}, headers=headers)
         assert reply.status_code == 401 and reply.headers["www-authenticate"].startswith("Bearer ")

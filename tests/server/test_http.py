@@ -16,7 +16,7 @@ import pytest
 from voxserve.audio import supported_formats
 
 from .audio_util import decoded_seconds, pcm_rms, pcm_seconds
-from .support import KOKORO, PIPER, SHORT, RunningServer
+from .support import KOKORO, PIPER, SHORT, RunningServer, ServerMaker
 
 LONG = " ".join(["This sentence is here to make the reply long enough to stream for a while."] * 12)
 
@@ -125,8 +125,8 @@ def test_invalid_requests(server: RunningServer, body: dict[str, object], status
     assert error["code"] == code and error["message"]
 
 
-def test_oversized_input_and_malformed_body(make_server: object) -> None:
-    small = make_server(max_input_chars=50)  # type: ignore[operator]
+def test_oversized_input_and_malformed_body(make_server: ServerMaker) -> None:
+    small = make_server(max_input_chars=50)
     too_long = speech(small, input="word " * 20)
     assert too_long.status_code == 413 and too_long.json()["error"]["code"] == "input_too_large"
     garbage = httpx.post(
@@ -155,11 +155,11 @@ def test_kokoro(server: RunningServer) -> None:
     assert 1.5 < pcm_seconds(response.content, 24000) < 4.5 and pcm_rms(response.content) > 0.01
 
 
-def test_auth_keys_and_jwt(make_server: object) -> None:
+def test_auth_keys_and_jwt(make_server: ServerMaker) -> None:
     import jwt
 
     secret = "test-secret-test-secret-test-secret!"
-    secured = make_server(api_keys=["key-1"], jwt_secret=secret)  # type: ignore[operator]
+    secured = make_server(api_keys=["key-1"], jwt_secret=secret)
     assert speech(secured).status_code == 401
     assert httpx.get(secured.base + "/v1/voices").status_code == 401
     bad = httpx.post(secured.base + "/v1/audio/speech", json={"input": "x"}, headers={"Authorization": "Bearer nope"})
@@ -180,8 +180,8 @@ def test_auth_keys_and_jwt(make_server: object) -> None:
     assert httpx.get(secured.base + "/metrics").status_code == 200
 
 
-def test_rate_limit(make_server: object) -> None:
-    limited = make_server(rate_limit_per_minute=2)  # type: ignore[operator]
+def test_rate_limit(make_server: ServerMaker) -> None:
+    limited = make_server(rate_limit_per_minute=2)
     statuses = [httpx.get(limited.base + "/v1/voices").status_code for _ in range(3)]
     assert statuses == [200, 200, 429]
     refused = httpx.get(limited.base + "/v1/voices")
@@ -189,8 +189,8 @@ def test_rate_limit(make_server: object) -> None:
     assert int(refused.headers["retry-after"]) >= 1
 
 
-def test_queue_over_capacity_and_disconnect_frees_the_stream(make_server: object) -> None:
-    busy = make_server(max_streams=1, max_queue=1)  # type: ignore[operator]
+def test_queue_over_capacity_and_disconnect_frees_the_stream(make_server: ServerMaker) -> None:
+    busy = make_server(max_streams=1, max_queue=1)
     queued: list[httpx.Response] = []
     with (
         httpx.Client(timeout=30) as client,
@@ -227,8 +227,8 @@ def test_queue_over_capacity_and_disconnect_frees_the_stream(make_server: object
     )
 
 
-def test_cors(make_server: object) -> None:
-    app = make_server(cors_origins=["https://app.example"])  # type: ignore[operator]
+def test_cors(make_server: ServerMaker) -> None:
+    app = make_server(cors_origins=["https://app.example"])
     preflight = httpx.options(
         app.base + "/v1/audio/speech",
         headers={"Origin": "https://app.example", "Access-Control-Request-Method": "POST"},
@@ -241,10 +241,10 @@ def test_cors(make_server: object) -> None:
     assert "access-control-allow-origin" not in other.headers
 
 
-def test_access_log_is_json_without_text(make_server: object, caplog: pytest.LogCaptureFixture) -> None:
+def test_access_log_is_json_without_text(make_server: ServerMaker, caplog: pytest.LogCaptureFixture) -> None:
     secret_text = "My account number is 12345."
-    quiet = make_server()  # type: ignore[operator]
-    loud = make_server(log_text=True)  # type: ignore[operator]
+    quiet = make_server()
+    loud = make_server(log_text=True)
     with caplog.at_level(logging.INFO, logger="voxserve.access"):
         for running in (quiet, loud):
             assert speech(running, input=secret_text).status_code == 200

@@ -14,7 +14,7 @@ import pytest
 import soundfile
 
 from .audio_util import pcm_rms
-from .support import KOKORO, PIPER, SHORT, RunningServer
+from .support import KOKORO, PIPER, SHORT, RunningServer, ServerMaker
 
 
 def speech(server: RunningServer, **body: object) -> httpx.Response:
@@ -101,10 +101,10 @@ def test_voice_ids_are_found_whatever_their_case_and_timestamps_need_sse(server:
     assert refused.status_code == 400 and "stream_format" in refused.json()["error"]["message"]
 
 
-def test_text_goes_to_a_voice_of_its_language_or_is_refused_by_name(make_server: object) -> None:
+def test_text_goes_to_a_voice_of_its_language_or_is_refused_by_name(make_server: ServerMaker) -> None:
     """No voice (or 'auto'): the text's script picks the voice. A named voice that cannot read the text is
     refused with the language named, unless the operator mapped that language to a voice."""
-    server = make_server(language_voices="ja=jf_alpha")  # type: ignore[operator]
+    server = make_server(language_voices="ja=jf_alpha")
     mixed = speech(server, input="我今天用iPhone打电话给John，他说OK，明天见。", response_format="pcm")
     assert mixed.status_code == 200 and mixed.headers["x-voice"].startswith("z") and pcm_rms(mixed.content) > 0.01
     mapped = speech(server, voice=KOKORO, input="今日は2024年3月5日です。", response_format="pcm")

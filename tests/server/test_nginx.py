@@ -21,7 +21,7 @@ from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
 from .audio_util import pcm_rms
-from .support import PIPER, SHORT, RunningServer, free_port
+from .support import PIPER, SHORT, RunningServer, ServerMaker, free_port
 from .test_ws import recv_json, send, utterance
 
 CONF = Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "voxserve.conf"
@@ -69,7 +69,7 @@ class Nginx:
                 socket.create_connection(("127.0.0.1", self.http_port), timeout=0.2).close()
                 break
             except OSError:
-                assert self.process.poll() is None, self.process.stderr.read().decode()  # type: ignore[union-attr]
+                assert self.process.poll() is None, self.process.communicate()[1].decode()
                 assert time.monotonic() < deadline, "nginx did not start"
                 time.sleep(0.05)
         self.base = f"http://127.0.0.1:{self.http_port}"
@@ -80,8 +80,8 @@ class Nginx:
 
 
 @pytest.fixture()
-def balanced(make_server: object, tmp_path: Path) -> Iterator[tuple[Nginx, list[RunningServer]]]:
-    replicas = [make_server(rate_limit_per_minute=1) for _ in range(2)]  # type: ignore[operator]
+def balanced(make_server: ServerMaker, tmp_path: Path) -> Iterator[tuple[Nginx, list[RunningServer]]]:
+    replicas = [make_server(rate_limit_per_minute=1) for _ in range(2)]
     nginx = Nginx(tmp_path, replicas)
     yield nginx, replicas
     nginx.stop()

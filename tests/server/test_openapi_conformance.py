@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .support import RunningServer
+from .support import RunningServer, ServerMaker
 
 pytestmark = pytest.mark.e2e
 
@@ -25,8 +25,8 @@ CHECKS = ",".join(
 )
 
 
-def test_the_document_states_the_real_contract(make_server: object) -> None:
-    server: RunningServer = make_server(max_input_chars=300)  # type: ignore[operator]
+def test_the_document_states_the_real_contract(make_server: ServerMaker) -> None:
+    server: RunningServer = make_server(max_input_chars=300)
     doc = httpx.get(server.base + "/openapi.json").json()
     speech = doc["paths"]["/v1/audio/speech"]["post"]["responses"]
     assert "422" not in speech and {"400", "401", "413", "429", "503"} <= set(speech)
@@ -41,9 +41,9 @@ def test_the_document_states_the_real_contract(make_server: object) -> None:
     assert reply.status_code == 400 and reply.json()["error"]["code"] == "invalid_request"
 
 
-def test_schemathesis_finds_nothing(make_server: object, tmp_path: Path) -> None:
+def test_schemathesis_finds_nothing(make_server: ServerMaker, tmp_path: Path) -> None:
     # a small input limit keeps the longest generated text quick to speak; the document states it
-    server: RunningServer = make_server(max_input_chars=200)  # type: ignore[operator]
+    server: RunningServer = make_server(max_input_chars=200)
     tool = Path(sys.executable).parent / "schemathesis"
     run = subprocess.run(
         [str(tool), "run", server.base + "/openapi.json", "--checks", CHECKS, "--max-examples", "25",

@@ -6,21 +6,28 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
 import onnx
 import pytest
 
-from voxserve.engines.onnx import SessionFactory
+from voxserve.engines.onnx import OnnxSession, SessionFactory
+from voxserve.engines.registry import EngineLoad
 from voxserve.engines.windowing import WindowConfig
+from voxserve.models import ModelStore
 from voxserve.models.piper_catalog import discover
 from voxserve.piper_voices import PiperLibrary
+from voxserve.tuning import Tuning
 
 from .audio_util import pcm_rms
 from .support import RunningServer, server_settings
+
+if TYPE_CHECKING:
+    from tests.conftest import PiperVoiceMaker
 
 GERMAN = "de_DE-testvoice-medium"
 BRITISH = "en_GB-second-medium"
@@ -30,7 +37,9 @@ LATENT_ELSEWHERE = "/flow/latent_output_0"
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory, make_piper_voice, model_store) -> Path:  # type: ignore[no-untyped-def]
+def model_path(
+    tmp_path_factory: pytest.TempPathFactory, make_piper_voice: PiperVoiceMaker, model_store: ModelStore
+) -> Path:
     folder = tmp_path_factory.mktemp("model_path")
     make_piper_voice(folder, GERMAN, espeak="de", speakers={"anna": 0, "ben": 1})
     make_piper_voice(folder / "more", BRITISH, espeak="en-gb")
@@ -65,7 +74,7 @@ def test_voices_under_model_path_are_listed_with_language_and_speakers(server: R
 
 @pytest.mark.e2e
 def test_voices_load_on_use_stream_in_windows_and_unload_least_recently_used(server: RunningServer) -> None:
-    library = server.state.service.runtime.piper_library  # type: ignore[attr-defined]
+    library = server.state.service.runtime.piper_library
     assert library.loaded_ids == []  # nothing loaded until a request uses a voice
     german = speak(server, f"{GERMAN}@ben", "Guten Morgen, wie geht es dir heute?")
     assert german.status_code == 200 and pcm_rms(german.content) > 0.01
@@ -85,16 +94,16 @@ def test_voices_load_on_use_stream_in_windows_and_unload_least_recently_used(ser
 class FeedRecorder:
     """Stands in front of an ONNX session to keep what each call was fed (the session still runs)."""
 
-    def __init__(self, session: object) -> None:
+    def __init__(self, session: OnnxSession) -> None:
         self._session = session
         self.feeds: list[dict[str, np.ndarray]] = []
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._session, name)
 
-    def run(self, outputs: object, feed: dict[str, np.ndarray], *args: object) -> object:
+    def run(self, outputs: Sequence[str] | None, feed: dict[str, np.ndarray], *args: Any) -> object:
         self.feeds.append(feed)
-        return self._session.run(outputs, feed, *args)  # type: ignore[attr-defined]
+        return self._session.run(outputs, feed, *args)
 
 
 @pytest.mark.e2e
@@ -102,7 +111,7 @@ def test_korean_text_reaches_a_korean_voice_as_its_own_phoneme_ids(server: Runni
     text = "사과 3개 주세요."
     first = speak(server, None, text)  # no voice: the Hangul picks the Korean voice
     assert first.status_code == 200 and first.headers["x-voice"] == KOREAN and pcm_rms(first.content) > 0.01
-    runtime = server.state.service.runtime  # type: ignore[attr-defined]
+    runtime = server.state.service.runtime
     engine = runtime.piper_library.loaded(KOREAN)
     recorder = FeedRecorder(engine._streamer.front_session)  # the windowed front: where ids enter the graph
     engine._streamer.front_session = recorder
@@ -121,8 +130,9 @@ def test_korean_text_reaches_a_korean_voice_as_its_own_phoneme_ids(server: Runni
 @pytest.mark.e2e
 def test_a_graph_without_joes_structure_falls_back_to_sentence_mode(
     tmp_path: Path,
-    make_piper_voice,
-    caplog: pytest.LogCaptureFixture,  # type: ignore[no-untyped-def]
+    make_piper_voice: PiperVoiceMaker,
+    model_store: ModelStore,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     linked = make_piper_voice(tmp_path / "odd", "it_IT-other-medium", espeak="it")
     model = onnx.load(str(linked.resolve()))
@@ -131,14 +141,8 @@ def test_a_graph_without_joes_structure_falls_back_to_sentence_mode(
         node.output[:] = [LATENT_ELSEWHERE if name == "/Mul_7_output_0" else name for name in node.output]
     linked.unlink()
     onnx.save(model, str(linked))
-    library = PiperLibrary(
-        discover(tmp_path / "odd"),
-        SessionFactory(["CPUExecutionProvider"], 1),
-        WindowConfig(),
-        split_root=tmp_path / "split",
-        windowed=True,
-        budget_bytes=1 << 30,
-    )
+    load = EngineLoad(model_store, SessionFactory(["CPUExecutionProvider"], 1), Tuning(), WindowConfig())
+    library = PiperLibrary(discover(tmp_path / "odd"), load, split_root=tmp_path / "split", budget_bytes=1 << 30)
     voice = library.engines["it_IT-other-medium"]
     with caplog.at_level(logging.WARNING, logger="voxserve.piper_voices"):
         pieces = list(voice.stream("bwɔnˈdʒorno", "it_IT-other-medium", first_window_s=0.2))

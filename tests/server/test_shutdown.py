@@ -91,7 +91,7 @@ def test_sigterm_drains_within_grace(model_store: object) -> None:
             for _ in call:
                 pass
         assert failed.value.code() == grpc.StatusCode.UNAVAILABLE  # retryable: another replica takes it
-        trailers = dict(failed.value.trailing_metadata() or ())  # type: ignore[attr-defined]
+        trailers = dict(failed.value.trailing_metadata() or ())
         assert trailers.get("voxserve-error-code") == "shutting_down", failed.value
         assert process.wait(10) == 0
         elapsed = time.monotonic() - stopped_at

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import RunningServer, free_port
+from .support import RunningServer, ServerMaker, free_port
 from .test_tls import self_signed
 
 HELPER = Path(__file__).resolve().parents[2] / "deploy" / "systemd" / "voxserve-healthcheck"
@@ -45,9 +45,9 @@ def test_no_answer_within_the_window_fails() -> None:
     assert time.monotonic() - start >= 2  # it tried again within the window before giving up
 
 
-def test_a_server_with_tls_in_process_passes(make_server: object, tmp_path: Path) -> None:
+def test_a_server_with_tls_in_process_passes(make_server: ServerMaker, tmp_path: Path) -> None:
     """With VOXSERVE_TLS_CERTFILE set (as in the unit's environment file) the probe speaks HTTPS."""
     certfile, keyfile = self_signed(tmp_path)
-    server = make_server(tls_certfile=certfile, tls_keyfile=keyfile)  # type: ignore[operator]
+    server = make_server(tls_certfile=certfile, tls_keyfile=keyfile)
     assert check(port=server.settings.port, tls_certfile=str(certfile)).returncode == 0
     assert check("--within", "1", port=server.settings.port).returncode == 1  # plain HTTP to a TLS port

@@ -36,7 +36,7 @@ def _ws_done(running: RunningServer) -> dict[str, object]:
         while True:
             message = ws.recv(timeout=10)
             if isinstance(message, str) and json.loads(message)["type"] == "done":
-                return json.loads(message)  # type: ignore[no-any-return]
+                return json.loads(message)
 
 
 def test_a_late_chunk_is_reported_everywhere() -> None:

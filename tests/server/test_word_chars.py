@@ -1,4 +1,4 @@
-"""Word timings point at the characters the client sent, on the WebSocket, gRPC and SSE (real Piper)."""
+"""Word timings point at the characters the client sent, on the WebSocket, gRPC and SSE (fake engines)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,22 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
+from voxserve.runtime import Runtime
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
+from voxserve.server.runtime_api import RuntimeLike
 
 from .support import PIPER, RunningServer
 from .test_grpc import stub
 from .test_ws import recv_json, send
 from .test_ws_contexts import until_done
 
-pytestmark = pytest.mark.e2e
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
+
+
 TEXT = "It costs $5 on Jan 5, 2024, said Dr. Smith."
 EXPECTED = {"five": "$5", "dollars": "$5", "twenty": "2024", "Doctor": "Dr", "Smith": "Smith", "said": "said"}
 

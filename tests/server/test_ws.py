@@ -11,7 +11,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from .audio_util import pcm_rms
-from .support import KOKORO, PIPER, SHORT, RunningServer
+from .support import KOKORO, PIPER, SHORT, RunningServer, ServerMaker
 
 
 def send(ws: ClientConnection, **message: object) -> None:
@@ -144,10 +144,10 @@ def test_oversized_message_closes_1009(server: RunningServer) -> None:
         assert close_code(ws) == 1009
 
 
-def test_fragments_beyond_the_rate_are_slowed_not_refused(make_server: object) -> None:
+def test_fragments_beyond_the_rate_are_slowed_not_refused(make_server: ServerMaker) -> None:
     """An LLM may dump a buffered reply at once: the server reads it at its fragment rate (backpressure)
     and speaks all of it, instead of closing the connection."""
-    strict = make_server(max_fragments_per_second=10)  # type: ignore[operator]
+    strict = make_server(max_fragments_per_second=10)
     with connect(strict.ws) as ws:
         send(ws, type="config", voice=PIPER, format="pcm")
         assert recv_json(ws)["type"] == "ready"
@@ -164,8 +164,8 @@ def test_fragments_beyond_the_rate_are_slowed_not_refused(make_server: object) -
     assert not done["cancelled"] and done["audio_s"] > 5 and pcm_rms(audio) > 0.01
 
 
-def test_auth(make_server: object) -> None:
-    secured = make_server(api_keys=["ws-key"])  # type: ignore[operator]
+def test_auth(make_server: ServerMaker) -> None:
+    secured = make_server(api_keys=["ws-key"])
     with connect(secured.ws) as ws:
         send(ws, type="config", voice=PIPER)
         assert recv_json(ws)["code"] == "unauthorized"
@@ -182,8 +182,8 @@ def test_auth(make_server: object) -> None:
             assert recv_json(ws)["type"] == "ready"
 
 
-def test_over_capacity_and_disconnect(make_server: object) -> None:
-    busy = make_server(max_streams=1, max_queue=0)  # type: ignore[operator]
+def test_over_capacity_and_disconnect(make_server: ServerMaker) -> None:
+    busy = make_server(max_streams=1, max_queue=0)
     with connect(busy.ws, close_timeout=0.5) as holder:
         send(holder, type="text", text=" ".join(["Keep speaking this sentence again and again."] * 10))
         send(holder, type="close")

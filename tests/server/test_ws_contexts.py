@@ -1,6 +1,6 @@
 """Protocol 2 on the WebSocket: several contexts on one connection (docs/protocol.md).
 
-Real server, real Piper synthesis, the real ``websockets`` client."""
+Real server (on the fake engines: see ``shared_runtime``), the real ``websockets`` client."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from typing import Any
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
+from voxserve.runtime import Runtime
+from voxserve.server.runtime_api import RuntimeLike
+
 from .audio_util import pcm_rms
-from .support import PIPER, RunningServer
+from .support import PIPER, RunningServer, ServerMaker
 from .test_ws import recv_json, send
 
 LONG = (
@@ -20,7 +23,11 @@ LONG = (
     "so that the listener has time to change their mind and ask something else instead."
 )
 
-pytestmark = pytest.mark.e2e
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
 
 
 def event(ws: ClientConnection, timeout: float = 30) -> tuple[dict[str, Any], bytes]:
@@ -107,7 +114,7 @@ def test_cancel_one_context_keeps_the_socket_and_the_other(server: RunningServer
         assert until_done(ws, {"c"})["c"][-1][0]["chunks"] > 0
 
 
-def test_bounds_and_refusals_name_the_context(make_server: Any) -> None:
+def test_bounds_and_refusals_name_the_context(make_server: ServerMaker) -> None:
     small = make_server(max_contexts=2, context_idle_s=0.5)
     with connect(small.ws) as ws:
         open_v2(ws)

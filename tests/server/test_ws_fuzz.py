@@ -16,12 +16,20 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from voxserve.errors import VoxError
+from voxserve.runtime import Runtime
+from voxserve.server.runtime_api import RuntimeLike
 
 from .support import PIPER, SHORT, RunningServer
 from .test_ws import recv_json, send, utterance
 
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
+
+
 KNOWN_EVENTS = {"ready", "chunk", "done", "error", "pong"}
-pytestmark = pytest.mark.e2e
 
 
 def _codes(cls: type[VoxError]) -> set[str]:
@@ -104,7 +112,7 @@ def bystander(server: RunningServer) -> Iterator[Bystander]:
 
 @given(sequence=st.lists(messages, max_size=12))
 @settings(  # ci: 10 examples; VOXSERVE_FUZZ=long: 666. The bystander spans all examples, on purpose.
-    max_examples=max(10, settings.default.max_examples // 3),
+    max_examples=max(10, settings().max_examples // 3),
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @example(sequence=[json.dumps({"type": "close"})] * 30 + [json.dumps({"type": "cancel"})] * 30)

@@ -1,6 +1,7 @@
 """WebSocket utterances one after another: what a voice agent's connection needs between its turns.
 
-Real server, real Piper synthesis, the real ``websockets`` client (see test_ws.py for the basics)."""
+Real server (on the fake engines: see ``shared_runtime``), the real ``websockets`` client (see test_ws.py
+for the basics)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,21 @@ import json
 import threading
 import time
 
+import pytest
 from websockets.sync.client import connect
 
+from voxserve.runtime import Runtime
+from voxserve.server.runtime_api import RuntimeLike
+
 from .audio_util import pcm_rms
-from .support import KOKORO, PIPER, RunningServer
+from .support import KOKORO, PIPER, RunningServer, ServerMaker
 from .test_ws import recv_json, send, utterance
+
+
+@pytest.fixture(scope="module")
+def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
+    """This module's servers speak with the fake engines: what is checked is the protocol, not the sound."""
+    return fake_runtime
 
 
 def test_an_utterance_with_nothing_to_speak_fails_alone(server: RunningServer) -> None:
@@ -44,9 +55,9 @@ def test_close_and_cancel_with_nothing_open_are_answered(server: RunningServer) 
         assert done["type"] == "done" and done["utterance"] == 1 and done["cancelled"] is True
 
 
-def test_idle_connections_hold_no_stream_slot(make_server: object) -> None:
+def test_idle_connections_hold_no_stream_slot(make_server: ServerMaker) -> None:
     """With one stream slot, a connection waiting between turns does not keep another caller out."""
-    small = make_server(max_streams=1, max_queue=0)  # type: ignore[operator]
+    small = make_server(max_streams=1, max_queue=0)
     with connect(small.ws) as idle, connect(small.ws) as talker:
         send(idle, type="config", voice=PIPER)
         assert recv_json(idle)["type"] == "ready"
@@ -115,7 +126,13 @@ def test_ready_announces_the_rate_the_audio_has(server: RunningServer) -> None:
 
 def test_malformed_messages_are_refused_and_the_connection_lives(server: RunningServer) -> None:
     with connect(server.ws) as ws:
-        for bad in ({"type": ["text"]}, {"type": {}}, {"type": None}, {"type": "config", "word_timings": "no"}):
+        malformed: list[dict[str, object]] = [
+            {"type": ["text"]},
+            {"type": {}},
+            {"type": None},
+            {"type": "config", "word_timings": "no"},
+        ]
+        for bad in malformed:
             ws.send(json.dumps(bad))
             assert recv_json(ws)["code"] == "invalid_request", bad
         ws.send("[" * 30_000 + "]" * 30_000)  # nested deeper than the JSON parser goes, within the size limit

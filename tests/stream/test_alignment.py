@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from voxserve.engines.base import Alphabet
 from voxserve.settings import Settings
 from voxserve.stream.alignment import SourceAligner, match_words, spoken
 from voxserve.text.frontend import Frontend
@@ -14,14 +15,14 @@ def test_matched_runs_and_added_words() -> None:
     source = "It costs $5, (today)."
     tokens = [(0, 2), (3, 8), (9, 12), (13, 21)]
     spans = match_words(["It", "costs", "five", "dollars", "today"], source, tokens)
-    assert [source[a:b] for a, b in spans] == ["It", "costs", "$5", "$5", "today"]  # type: ignore[misc]
+    assert [source[span[0] : span[1]] for span in spans if span] == ["It", "costs", "$5", "$5", "today"]
     # a word normalization added with no token of its own takes the token before it
     assert match_words(["costs", "extra", "today"], source, tokens[1:2] + tokens[3:]) == [(3, 8), (3, 8), (14, 19)]
 
 
 @pytest.fixture(scope="module")
 def frontend() -> Frontend:
-    return Frontend(Settings(_env_file=None))  # type: ignore[call-arg]
+    return Frontend(Settings(_env_file=None))
 
 
 CASES = [
@@ -34,7 +35,7 @@ CASES = [
 @pytest.mark.parametrize("alphabet", ["misaki", "espeak"])
 @pytest.mark.parametrize(("text", "expected"), CASES)
 def test_numbers_money_dates_abbreviations(
-    frontend: Frontend, alphabet: str, text: str, expected: dict[str, str]
+    frontend: Frontend, alphabet: Alphabet, text: str, expected: dict[str, str]
 ) -> None:
     """Streamed in fragments that split tokens, as a client would send them."""
     aligner, segmenter = SourceAligner(), IncrementalSegmenter(4, 400)
@@ -46,7 +47,7 @@ def test_numbers_money_dates_abbreviations(
     segments += segmenter.flush()
     read: dict[str, str] = {}
     for segment in segments:
-        words = [w.text for s in frontend.phonemize_segment(segment, "en-us", alphabet) for w in s.words]  # type: ignore[arg-type]
+        words = [w.text for s in frontend.phonemize_segment(segment, "en-us", alphabet) for w in s.words]
         aligner.segment(segment.text, words)
         for word in filter(spoken, words):
             timing = aligner.timing(word, 0.0, 0.0)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from voxserve.evaluation.asr import cer, load_whisper, transcribe
+from voxserve.runtime import Runtime
 from voxserve.types import SynthesisParams
 
 # Everyday sentences without digits (Whisper writes numbers as digits); none is in bench.lang_cer.
@@ -19,7 +20,7 @@ SENTENCES = [
 
 
 @pytest.mark.e2e
-async def test_japanese_is_understood(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_japanese_is_understood(runtime: Runtime) -> None:
     whisper = load_whisper("base")
     scores = []
     for text in SENTENCES:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -143,7 +144,8 @@ async def test_shared_cores_a_job_waits_while_a_wide_one_holds_every_core() -> N
         wide = asyncio.ensure_future(pool.run(lambda: job("wide", True)))
         await asyncio.sleep(0.1)
         with pool.streaming(), pool.streaming():
-            other = asyncio.ensure_future(pool.run(lambda: job("other", False)))
+            # a playing stream's job (not yet due: no claim on every core)
+            other = asyncio.ensure_future(pool.run(lambda: job("other", False), deadline=time.monotonic() + 5))
             await asyncio.sleep(0.2)
             assert started == [("wide", 2)]  # no core free: the second worker waits
             gate.set()
@@ -158,14 +160,16 @@ def test_shared_cores_need_a_one_thread_level() -> None:
         WorkerPool(2, cores=2, levels=(2,))
 
 
-async def test_a_first_audio_job_takes_every_free_core_shared_only_with_streams_starting_too() -> None:
+async def test_an_overdue_job_takes_every_free_core_shared_only_with_other_overdue_ones() -> None:
     from voxserve.engines.onnx import current_thread_budget
 
     pool = WorkerPool(4, cores=2, levels=(2, 1))
     try:
         with pool.streaming(), pool.streaming():  # one stream plays, one starts
-            assert await pool.run(current_thread_budget) == 1  # the playing stream's share
-            assert await pool.run(current_thread_budget, urgent=True) == 2  # the starting one: every core
+            later = time.monotonic() + 5
+            assert await pool.run(current_thread_budget, deadline=later) == 1  # the playing stream's share
+            # the starting one (its first audio is due at once): every core
+            assert await pool.run(current_thread_budget, deadline=time.monotonic()) == 2
             both = threading.Barrier(2, timeout=5)
 
             def meet() -> int | None:
@@ -173,14 +177,10 @@ async def test_a_first_audio_job_takes_every_free_core_shared_only_with_streams_
                 return current_thread_budget()
 
             # two streams starting at once split the cores instead of taking turns
-            assert await asyncio.gather(pool.run(meet, urgent=True), pool.run(meet, urgent=True)) == [1, 1]
+            now = time.monotonic()
+            assert await asyncio.gather(pool.run(meet, deadline=now), pool.run(meet, deadline=now)) == [1, 1]
     finally:
         pool.close()
-
-
-def test_preemption_needs_shared_cores() -> None:
-    with pytest.raises(ValueError, match="shared cores"):
-        WorkerPool(2, preempt_slack_s=1.0)
 
 
 async def test_a_jobs_cores_are_free_before_its_result_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,9 +193,9 @@ async def test_a_jobs_cores_are_free_before_its_result_arrives(monkeypatch: pyte
     free_at_delivery: list[int] = []
     deliver = pool_module._deliver
 
-    def watching(*args: object) -> None:
+    def watching(*args: Any) -> None:
         free_at_delivery.append(pool._free)
-        deliver(*args)  # type: ignore[arg-type]
+        deliver(*args)
 
     monkeypatch.setattr(pool_module, "_deliver", watching)
     try:

@@ -1,4 +1,5 @@
-"""The streaming session end to end with the real models."""
+"""The streaming session: end to end with the real models where the sound matters, else on the fake
+engines (tests/conftest.py: ``fake_runtime``), which have the real engines' voice ids and rates."""
 
 from __future__ import annotations
 
@@ -6,13 +7,20 @@ import asyncio
 import itertools
 import statistics
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 from voxserve.audio import discontinuity_score
+from voxserve.engines.fake import FakeEngine
 from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage
+from voxserve.runtime import Runtime
+from voxserve.stream.session import SynthesisSession
 from voxserve.types import AudioChunk, SynthesisParams
+
+if TYPE_CHECKING:
+    from tests.conftest import Transcriber, WordErrorRate
 
 PIPER = "en_US-joe-medium"
 REPLY = "Sure, I can help with that. Your order shipped this morning and should arrive on Thursday."
@@ -23,7 +31,7 @@ PARAGRAPH = (
 )
 
 
-async def collect(runtime, voice: str, text: str, **kw) -> tuple[list[AudioChunk], object]:  # type: ignore[no-untyped-def]
+async def collect(runtime: Runtime, voice: str, text: str, **kw: Any) -> tuple[list[AudioChunk], SynthesisSession]:
     session = runtime.open_session(SynthesisParams(voice=voice, **kw), pace=False)
     session.push_text(text)
     session.close()
@@ -46,7 +54,8 @@ def longest_silence_s(audio: np.ndarray, rate: int, threshold: float = 0.003) ->
     return longest / 100
 
 
-async def test_chunks_are_contiguous_and_ordered(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_chunks_are_contiguous_and_ordered(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     chunks, session = await collect(runtime, PIPER, REPLY)
     assert [c.index for c in chunks] == list(range(len(chunks)))
     offset = 0
@@ -62,7 +71,9 @@ async def test_chunks_are_contiguous_and_ordered(runtime) -> None:  # type: igno
 
 
 @pytest.mark.parametrize("voice", [PIPER, "af_heart"])
-async def test_english_is_intelligible(runtime, transcribe, wer, voice: str) -> None:  # type: ignore[no-untyped-def]
+async def test_english_is_intelligible(
+    runtime: Runtime, transcribe: Transcriber, wer: WordErrorRate, voice: str
+) -> None:
     text = REPLY + " " + CALLBACK
     chunks, session = await collect(runtime, voice, text)
     heard = transcribe(audio_of(chunks), session.sample_rate)
@@ -70,7 +81,9 @@ async def test_english_is_intelligible(runtime, transcribe, wer, voice: str) -> 
     assert wer(text, heard) <= 0.10, heard
 
 
-async def test_token_by_token_input_is_spoken_completely(runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
+async def test_token_by_token_input_is_spoken_completely(
+    runtime: Runtime, transcribe: Transcriber, wer: WordErrorRate
+) -> None:
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
 
     async def feed() -> None:
@@ -85,7 +98,8 @@ async def test_token_by_token_input_is_spoken_completely(runtime, transcribe, we
     assert wer(CALLBACK, transcribe(audio_of(chunks), session.sample_rate)) <= 0.10
 
 
-async def test_first_audio_comes_before_the_text_is_finished(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_first_audio_comes_before_the_text_is_finished(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
     session.push_text("Sure, I can help with that. Your order")
     first = await asyncio.wait_for(session.__aiter__().__anext__(), timeout=20)
@@ -93,7 +107,8 @@ async def test_first_audio_comes_before_the_text_is_finished(runtime) -> None:  
     await session.aclose()
 
 
-async def test_flush_speaks_buffered_text_without_punctuation(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_flush_speaks_buffered_text_without_punctuation(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
     session.push_text("hello there")
     session.flush()
@@ -106,25 +121,34 @@ async def test_flush_speaks_buffered_text_without_punctuation(runtime) -> None: 
     assert rest[-1].final
 
 
-async def test_cancel_stops_promptly_and_frees_the_worker(runtime) -> None:  # type: ignore[no-untyped-def]
-    session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
-    session.push_text(PARAGRAPH * 5)
-    session.close()
-    iterator = session.__aiter__()
-    await asyncio.wait_for(iterator.__anext__(), timeout=60)
-    t0 = time.monotonic()
-    session.cancel()
-    rest = [c async for c in iterator]
-    assert time.monotonic() - t0 < 0.5
-    assert len(rest) < 40  # only what was already queued
-    # the model call in flight is aborted too: the worker is free well before a decoder window
-    # (up to ~1.5 s of work) could have finished
-    while runtime.pool.busy or runtime.pool.queue_depth:
-        assert time.monotonic() - t0 < 1.0
-        await asyncio.sleep(0.01)
+async def test_cancel_stops_promptly_and_frees_the_worker(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
+    engine = runtime.engines["kokoro"]
+    assert isinstance(engine, FakeEngine)
+    engine.audio_s = 1.0  # a decoder window costs as long as it plays: seconds for the large ones
+    try:
+        session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False)
+        session.push_text(PARAGRAPH * 5)
+        session.close()
+        iterator = session.__aiter__()
+        await asyncio.wait_for(iterator.__anext__(), timeout=60)
+        t0 = time.monotonic()
+        session.cancel()
+        rest = [c async for c in iterator]
+        assert time.monotonic() - t0 < 0.5
+        assert len(rest) < 40  # only what was already queued
+        # the model call in flight is aborted too: the worker is free well before a decoder window
+        # (up to ~1.5 s of work) could have finished
+        while runtime.pool.busy or runtime.pool.queue_depth:
+            assert time.monotonic() - t0 < 1.0
+            await asyncio.sleep(0.01)
+    finally:
+        engine.audio_s = FakeEngine().audio_s
 
 
-async def test_long_text_streams_completely_without_gaps_or_clicks(runtime, transcribe, wer) -> None:  # type: ignore[no-untyped-def]
+async def test_long_text_streams_completely_without_gaps_or_clicks(
+    runtime: Runtime, transcribe: Transcriber, wer: WordErrorRate
+) -> None:
     sentences = [
         "Chapter one begins on a grey morning in a small harbour town.",
         "The fishing boats had left before dawn, and the quay was quiet except for the gulls.",
@@ -162,7 +186,7 @@ async def test_long_text_streams_completely_without_gaps_or_clicks(runtime, tran
         ("hf_alpha", "नमस्ते, आप कैसे हैं?"),
     ],
 )
-async def test_every_language_speaks(runtime, voice: str, text: str) -> None:  # type: ignore[no-untyped-def]
+async def test_every_language_speaks(runtime: Runtime, voice: str, text: str) -> None:
     chunks, session = await collect(runtime, voice, text)
     audio = audio_of(chunks)
     seconds = len(audio) / session.sample_rate
@@ -170,13 +194,14 @@ async def test_every_language_speaks(runtime, voice: str, text: str) -> None:  #
     assert float(np.sqrt(np.mean(audio**2))) > 0.02
 
 
-async def test_mixed_chinese_english_keeps_the_english(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_mixed_chinese_english_keeps_the_english(runtime: Runtime) -> None:
     zh_only, _ = await collect(runtime, "zf_xiaoxiao", "我喜欢用。")
     mixed, _ = await collect(runtime, "zf_xiaoxiao", "我喜欢用 Python 和 JavaScript。")
     assert len(audio_of(mixed)) > len(audio_of(zh_only)) + 0.5 * 24_000
 
 
-async def test_bad_inputs_give_clear_errors(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_bad_inputs_give_clear_errors(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     with pytest.raises(UnknownVoice, match="unknown voice"):
         runtime.open_session(SynthesisParams(voice="xx_nobody"))
     with pytest.raises(UnsupportedLanguage):
@@ -193,7 +218,7 @@ async def test_bad_inputs_give_clear_errors(runtime) -> None:  # type: ignore[no
             _ = [c async for c in session]
 
 
-async def test_control_characters_speak_and_other_scripts_are_refused_by_name(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_control_characters_speak_and_other_scripts_are_refused_by_name(runtime: Runtime) -> None:
     text = "Hello\x00 there\x07, friend.\u200b Again and 🙂 done."
     chunks, session = await collect(runtime, PIPER, text)
     assert len(audio_of(chunks)) / session.sample_rate > 1.0
@@ -210,7 +235,7 @@ def long_term_spectrum(audio: np.ndarray, n_fft: int = 1024) -> np.ndarray:
     return np.log10(np.mean(np.abs(np.fft.rfft(windowed, axis=1)) ** 2, axis=0) + 1e-10)
 
 
-async def test_streamed_paragraph_matches_the_whole_utterance(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_streamed_paragraph_matches_the_whole_utterance(runtime: Runtime) -> None:
     from voxserve.audio import trim_silence
 
     engine = runtime.engines["kokoro"]
@@ -230,7 +255,8 @@ async def test_streamed_paragraph_matches_the_whole_utterance(runtime) -> None: 
     assert distance_db < 4.0  # windowed decoding shifts the spectrum a little (PESQ ~3.6 vs whole)
 
 
-async def test_a_sentence_end_at_the_end_of_the_buffer_is_spoken_after_a_quiet_spell(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_a_sentence_end_at_the_end_of_the_buffer_is_spoken_after_a_quiet_spell(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
     session.push_text("Sure, I can help with that.")  # nothing follows the period yet
     first = await asyncio.wait_for(session.__aiter__().__anext__(), timeout=20)
@@ -238,7 +264,8 @@ async def test_a_sentence_end_at_the_end_of_the_buffer_is_spoken_after_a_quiet_s
     await session.aclose()
 
 
-async def test_a_number_split_across_fragments_is_not_cut_at_its_decimal_point(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_a_number_split_across_fragments_is_not_cut_at_its_decimal_point(fake_runtime: Runtime) -> None:
+    runtime = fake_runtime
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
     session.push_text("It costs 3.")
     session.push_text("5 dollars.")  # arrives well within the idle window
@@ -249,7 +276,7 @@ async def test_a_number_split_across_fragments_is_not_cut_at_its_decimal_point(r
 
 
 @pytest.mark.parametrize("voice", ["af_heart", PIPER])
-async def test_word_timings_follow_the_audio(runtime, transcribe, voice: str) -> None:  # type: ignore[no-untyped-def]
+async def test_word_timings_follow_the_audio(runtime: Runtime, transcribe: Transcriber, voice: str) -> None:
     chunks, session = await collect(runtime, voice, CALLBACK)
     words = [w for c in chunks for w in c.words]
     assert [w.word for w in words] == CALLBACK.replace(".", "").split()
@@ -266,7 +293,7 @@ async def test_word_timings_follow_the_audio(runtime, transcribe, voice: str) ->
     assert statistics.median(diffs) < 0.15
 
 
-async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime) -> None:  # type: ignore[no-untyped-def]
+async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime: Runtime) -> None:
     """A long first sentence without commas is cut between words for fast first audio; the model ends
     that piece as if the sentence ended (~0.3 s of silence), which must not reach the listener."""
     text = (
@@ -275,6 +302,6 @@ async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime) -> None:  # type: 
     )
     chunks, session = await collect(runtime, "af_heart", text)
     audio = audio_of(chunks)
-    (join,) = session.join_positions  # type: ignore[attr-defined]
+    (join,) = session.join_positions
     around = audio[join - int(0.4 * 24000) : join + int(0.4 * 24000)]  # the model's own pauses elsewhere stay
     assert longest_silence_s(around, 24000) < 0.12  # was 0.33 s

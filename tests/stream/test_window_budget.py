@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
+from voxserve.engines.base import Engine
 from voxserve.engines.windowing import WindowCost
+from voxserve.stream.pool import WorkerPool
 from voxserve.stream.window_budget import (
     GAINING_CAP_S,
     MARGIN,
@@ -76,7 +80,9 @@ def test_window_cost_learns_the_fixed_and_per_second_cost() -> None:
     assert cost.fit() is None  # too few samples, all of similar size
     for decoded_s in (1.4, 4.0):
         cost.record(decoded_s, 0.015 + 0.36 * decoded_s)
-    a, b = cost.fit()  # type: ignore[misc]
+    fit = cost.fit()
+    assert fit is not None
+    a, b = fit
     # per window: the call itself plus 0.2 s of context decoded on each side
     assert a == pytest.approx(0.015 + 0.4 * 0.36) and b == pytest.approx(0.36)
 
@@ -87,8 +93,9 @@ def test_window_cost_is_learned_per_thread_count() -> None:
         cost.record(decoded_s, 0.6 * decoded_s, threads=1)
         cost.record(decoded_s, 0.35 * decoded_s, threads=2)
     assert cost.fit() is None  # nothing recorded without a thread budget
-    assert cost.fit(1)[1] == pytest.approx(0.6)  # type: ignore[index]
-    assert cost.fit(2)[1] == pytest.approx(0.35)  # type: ignore[index]
+    narrow, wide = cost.fit(1), cost.fit(2)
+    assert narrow is not None and narrow[1] == pytest.approx(0.6)
+    assert wide is not None and wide[1] == pytest.approx(0.35)
     cost.forget(1)
     assert cost.fit(1) is None and cost.fit(2) is not None
 
@@ -115,34 +122,27 @@ class _Pool:
         return 1, 1.0
 
 
-async def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_ahead() -> None:
+def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_ahead() -> None:
     import time
 
-    from voxserve.stream.session import SynthesisSession
+    from voxserve.stream.playback import PlaybackClock
     from voxserve.stream.session_config import SessionConfig
-    from voxserve.types import SynthesisParams
+    from voxserve.stream.window_budget import WindowPlanner
+
+    def planner(config: SessionConfig, ahead_s: float) -> WindowPlanner:
+        clock = PlaybackClock()
+        clock.on_audio(time.monotonic(), ahead_s)  # the stream's audio so far, its listener just started
+        return WindowPlanner(cast(Engine, _Engine()), cast(WorkerPool, pool), config, clock)
 
     pool = _Pool()
     config = SessionConfig(pace=False, max_window_s=2.0, max_unpaced_window_s=4.0)
-    session = SynthesisSession(
-        engine=_Engine(),  # type: ignore[arg-type]
-        frontend=None,  # type: ignore[arg-type]
-        pool=pool,  # type: ignore[arg-type]
-        params=SynthesisParams(voice="v"),
-        lang="en-us",
-        config=config,
-    )
-    try:
-        session._t_first_audio = time.monotonic()
-        session._samples_out = 10 * _Engine.sample_rate  # far ahead of its listener
-        assert session._next_window_s() == 4.0  # alone: up to the engine's largest, fewest seams
-        pool.streams = 2  # another stream shares the cores: no window longer than a paced one
-        assert session._next_window_s() == config.max_window_s
-        pool.streams = 1
-        session._samples_out = int(0.4 * _Engine.sample_rate)  # just after a 0.4 s first window
-        assert session._next_window_s() < 1.0  # still sized for its listener: a 4 s window would stall it
-        session._config = SessionConfig(pace=True, max_window_s=2.0, max_unpaced_window_s=4.0)
-        session._samples_out = 10 * _Engine.sample_rate
-        assert session._next_window_s() == 2.0  # a listener's stream is always within the paced maximum
-    finally:
-        await session.aclose()
+    far_ahead = planner(config, 10.0)
+    assert far_ahead.next_s() == 4.0  # alone: up to the engine's largest, fewest seams
+    pool.streams = 2  # another stream shares the cores: no window longer than a paced one
+    assert far_ahead.next_s() == config.max_window_s
+    pool.streams = 1
+    # just after a 0.4 s first window: still sized for its listener, a 4 s window would stall it
+    window = planner(config, 0.4).next_s()
+    assert window is not None and window < 1.0
+    paced = SessionConfig(pace=True, max_window_s=2.0, max_unpaced_window_s=4.0)
+    assert planner(paced, 10.0).next_s() == 2.0  # a listener's stream is always within the paced maximum

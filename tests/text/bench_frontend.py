@@ -12,6 +12,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
+
+from voxserve.engines.base import Alphabet
 
 SHORT = {
     "en-us": "Sure, I can help with that right now.",
@@ -27,26 +30,26 @@ SHORT = {
 }
 
 
-def measure(lang: str, alphabet: str) -> dict[str, float]:
+def measure(lang: str, alphabet: Alphabet) -> dict[str, float]:
     from voxserve.settings import Settings
     from voxserve.text import Frontend
 
     t0 = time.perf_counter()
-    frontend = Frontend(Settings(_env_file=None, cache_dir=Path(tempfile.mkdtemp())))  # type: ignore[call-arg]
-    frontend.warm([lang], alphabet)  # type: ignore[arg-type]
+    frontend = Frontend(Settings(_env_file=None, cache_dir=Path(tempfile.mkdtemp())))
+    frontend.warm([lang], alphabet)
     cold = time.perf_counter() - t0
-    frontend.phonemize(SHORT[lang], lang, alphabet)  # type: ignore[arg-type]
+    frontend.phonemize(SHORT[lang], lang, alphabet)
     runs = []
     for _ in range(20):
         t = time.perf_counter()
-        frontend.phonemize(SHORT[lang], lang, alphabet)  # type: ignore[arg-type]
+        frontend.phonemize(SHORT[lang], lang, alphabet)
         runs.append(time.perf_counter() - t)
     return {"cold_s": cold, "warm_ms": statistics.median(runs) * 1000}
 
 
 def main() -> None:
     if len(sys.argv) == 3:
-        print(json.dumps(measure(sys.argv[1], sys.argv[2])))
+        print(json.dumps(measure(sys.argv[1], cast(Alphabet, sys.argv[2]))))
         return
     jobs = [(lang, "misaki") for lang in SHORT] + [("en-us", "espeak")]
     print(f"{'lang':7} {'alphabet':8} {'cold (s, incl. imports)':>24} {'warm (ms)':>10}")

@@ -20,7 +20,7 @@ PIPER_CONFIG_CANDIDATES = [
 
 @pytest.fixture(scope="session")
 def text_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return Settings(_env_file=None, cache_dir=tmp_path_factory.mktemp("text-cache"))  # type: ignore[call-arg]
+    return Settings(_env_file=None, cache_dir=tmp_path_factory.mktemp("text-cache"))
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import random
 import threading
+from typing import cast
 
 import pytest
 
@@ -10,6 +11,7 @@ from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage, Vo
 from voxserve.settings import Settings
 from voxserve.text import Alphabet, Frontend, TextSegment
 from voxserve.text.clean import clean_text
+from voxserve.text.segment import IncrementalSegmenter
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t ", "\x00\x01\x02", "\u200b"])
@@ -32,7 +34,7 @@ def test_unsupported_language_lists_supported(frontend: Frontend) -> None:
 
 def test_unknown_alphabet(frontend: Frontend) -> None:
     with pytest.raises(InvalidInput, match="alphabet"):
-        frontend.phonemize("hello", "en-us", "arpabet")  # type: ignore[arg-type]
+        frontend.phonemize("hello", "en-us", cast(Alphabet, "arpabet"))
 
 
 def test_input_too_large(text_settings: Settings) -> None:
@@ -93,7 +95,7 @@ def test_kokoro_limit_holds_for_a_huge_sentence(frontend: Frontend) -> None:
 
 
 def test_phonemize_segment_from_the_incremental_segmenter(frontend: Frontend) -> None:
-    segmenter = frontend.segmenter()
+    segmenter = IncrementalSegmenter(frontend.first_segment_words, frontend.max_segment_chars)
     segments = segmenter.push("Sure, I can help with that. Let me check") + segmenter.flush()
     assert segments[0] == TextSegment("Sure, I can help with that.", "sentence")
     phonemized = [p for s in segments for p in frontend.phonemize_segment(s, "en-us")]

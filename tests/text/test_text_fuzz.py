@@ -15,10 +15,12 @@ from __future__ import annotations
 import string
 from collections.abc import Iterator
 from contextlib import contextmanager
+from unittest import mock
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.errors import InvalidInput
 from voxserve.text import Frontend
@@ -80,18 +82,15 @@ def counting_g2p() -> Iterator[Counting]:
         counter.largest = max(counter.largest, len(text))
         return original(self, text)
 
-    _Locked.__call__ = count  # type: ignore[method-assign]
-    try:
+    with mock.patch.object(_Locked, "__call__", count):
         yield counter
-    finally:
-        _Locked.__call__ = original  # type: ignore[method-assign]
 
 
-def check(frontend: Frontend, text: str, lang: str, alphabet: str = "misaki") -> None:
+def check(frontend: Frontend, text: str, lang: str, alphabet: Alphabet = "misaki") -> None:
     vocabulary = set(KOKORO_VOCAB) if alphabet == "misaki" else None
     with counting_g2p() as work:
         try:
-            segments = frontend.phonemize(text, lang, alphabet)  # type: ignore[arg-type]
+            segments = frontend.phonemize(text, lang, alphabet)
         except InvalidInput:
             segments = []
     assert work.total <= EXPANSION * len(text) + 64, (work.total, len(text))

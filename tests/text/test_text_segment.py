@@ -267,7 +267,7 @@ def test_a_long_input_is_scanned_a_bounded_number_of_times(unit: str, monkeypatc
     scanned = 0
     original = segment.scan
 
-    def counting(buf: str, final: bool, line_start: bool = True) -> list:  # type: ignore[type-arg]
+    def counting(buf: str, final: bool, line_start: bool = True) -> list:
         nonlocal scanned
         scanned += len(buf)
         return original(buf, final, line_start)

@@ -18,7 +18,7 @@ def serves_playground(app: FastAPI) -> bool:
 
 
 def main() -> None:
-    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
     state = ServerState.build(settings)
     app = create_app(settings, state=state)
     assert serves_playground(app), "create_app must mount the playground at /"

@@ -1,8 +1,7 @@
-"""Audio output and DSP: encoders, resampling, segment joining, loudness, re-chunking."""
+"""Audio output and DSP: encoders, resampling, segment joining, loudness."""
 
 from __future__ import annotations
 
-from voxserve.audio.chunker import Rechunker, rechunk
 from voxserve.audio.dsp import (
     discontinuity_score,
     equal_power_crossfade,
@@ -12,7 +11,7 @@ from voxserve.audio.dsp import (
     silence,
     trim_silence,
 )
-from voxserve.audio.encode import ALL_FORMATS, Encoder, encode_whole, encoded_rate, make_encoder, supported_formats
+from voxserve.audio.encode import ALL_FORMATS, Encoder, encoded_rate, make_encoder, supported_formats
 from voxserve.audio.joiner import Joiner, JoinOutput, PieceSpan
 from voxserve.audio.loudness import LoudnessNormalizer, rms_db, speech_level_db
 from voxserve.audio.pcm import float_to_s16, mulaw_decode, mulaw_encode, s16_to_float
@@ -26,10 +25,8 @@ __all__ = [
     "Joiner",
     "LoudnessNormalizer",
     "PieceSpan",
-    "Rechunker",
     "StreamingResampler",
     "discontinuity_score",
-    "encode_whole",
     "encoded_rate",
     "equal_power_crossfade",
     "fade_in",
@@ -40,7 +37,6 @@ __all__ = [
     "mulaw_decode",
     "mulaw_encode",
     "output_length",
-    "rechunk",
     "resample",
     "rms_db",
     "s16_to_float",

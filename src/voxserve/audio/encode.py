@@ -12,7 +12,7 @@ from typing import Protocol
 from voxserve.audio.av_encode import AV_FORMATS, AvEncoder, codec_available, encoder_rate
 from voxserve.audio.pcm import as_mono_float32, float_to_s16, mulaw_encode
 from voxserve.audio.resample import StreamingResampler
-from voxserve.audio.wav import wav_bytes, wav_header
+from voxserve.audio.wav import wav_header
 from voxserve.errors import InvalidInput
 from voxserve.types import FloatAudio
 
@@ -135,11 +135,3 @@ def encoded_rate(fmt: str, sample_rate: int) -> int:
     if name in AV_FORMATS:
         return encoder_rate(AV_FORMATS[name], sample_rate)
     return sample_rate
-
-
-def encode_whole(fmt: str, samples: FloatAudio, sample_rate: int) -> bytes:
-    """Encode a complete signal in one go (WAV gets exact sizes, unlike the streaming form)."""
-    if fmt.strip().lower() == "wav":
-        return wav_bytes(samples, sample_rate)
-    encoder = make_encoder(fmt, sample_rate)
-    return encoder.encode(samples) + encoder.finish()

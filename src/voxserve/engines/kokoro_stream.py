@@ -27,14 +27,14 @@ import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.batching import BatchPolicy, BatchRunner
-from voxserve.engines.onnx import RunControl, SessionFactory, current_thread_budget
-from voxserve.engines.preemption import work_timer
+from voxserve.engines.onnx import RunControl, SessionFactory
 from voxserve.engines.stats_model import StatsRegression
-from voxserve.engines.vocoder_stats import RunningStats, VoiceStatsBook
+from voxserve.engines.vocoder_stats import RunningStats, SegmentStats, VoiceStatsBook
 from voxserve.engines.windowing import (
     CrossfadeJoiner,
     Window,
     WindowCost,
+    decode_pieces,
     first_window_end,
     iter_windows,
     run_graph,
@@ -334,7 +334,40 @@ class KokoroStreamer:
             next_size=next_window_frames,
         )
         single = first_end == front.frames  # one window: its own statistics are exact, a prior would blur them
+        # the sentence's frame-rate statistics cost about as much as a small window: not before the second
+        # window when the first ones are small (it would be late for playback), but before the third
+        small_start = front.frames - first_end > window_frames and first_window_frames < (
+            max_window_frames or window_frames
+        )
+        early = self.early_stats if early_stats is None else early_stats
+        stats = self._segment_stats(front, voice, single, 0 if early else 2 if small_start else 1, control)
         phase = source_phase(front.f0) if self.carry_phase else None
+
+        def decode(index: int, window: Window) -> Array:
+            span = window.ctx_end - window.ctx_start
+            audio, means = self._run(front, window, phase, stats.running, stats.frame_feeds(span), control)
+            stats.add(index, means, span)
+            return audio
+
+        return decode_pieces(
+            windows,
+            front.frames,
+            decode,
+            joiner=CrossfadeJoiner(HOP, self.crossfade),
+            cost=self.cost,
+            frame_s=HOP / SAMPLE_RATE,
+            sample_rate=SAMPLE_RATE,
+            phoneme_durations=front.phoneme_samples,
+            lead_in=lead * HOP,
+            tail=tail * HOP,
+            before=stats.before,
+        )
+
+    def _segment_stats(
+        self, front: KokoroFront, voice: str | None, single: bool, stats_at: int, control: RunControl | None
+    ) -> SegmentStats:
+        """The statistics policy for one sentence's windows, from this streamer's switches (see
+        :class:`~voxserve.engines.vocoder_stats.SegmentStats`)."""
         book = self.voice_stats if voice is not None else None
         running = early_frame = None
         if self.running_stats:
@@ -344,42 +377,17 @@ class KokoroStreamer:
                 # until the sentence's frame-rate statistics are computed, the voice's average beats a
                 # short window's own
                 early_frame = RunningStats(self._frame_names, prior, mix="mix_frame")
-        frame: dict[str, Array] | None = None
-        decoded: list[tuple[dict[str, Array], int]] = []  # own statistics and frames of windows before it
-        joiner = CrossfadeJoiner(HOP, self.crossfade)
-        # the sentence's frame-rate statistics cost ~25 ms: not before the second window when the first
-        # ones are small (it would be late for playback), but before the third
-        small_start = front.frames - first_end > window_frames and first_window_frames < (
-            max_window_frames or window_frames
-        )
-        early = self.early_stats if early_stats is None else early_stats
-        stats_at = 0 if early else 2 if small_start else 1
-        for i, window in enumerate(windows):
-            span = window.ctx_end - window.ctx_start
-            first, last = i == 0, window.end == front.frames
-            if i == stats_at and self.sentence_stats and not single:
-                sentence = self.sentence_frame_stats(front, control)
-                frame = sentence | {"mix_frame": np.ones(1, dtype=np.float32)}
-                early_frame = None
-                running = self._predicted(voice, sentence, decoded) or running
-            with work_timer() as spent:
-                audio, means = self._run(
-                    front, window, phase, running, early_frame.feeds(span) if early_frame else frame, control
-                )
-            self.cost.record(span * HOP / SAMPLE_RATE, spent(), current_thread_budget())
-            for stats in (running, early_frame):
-                if stats is not None:
-                    stats.add(means, span)
-            if i < stats_at:  # kept only until the prediction, which adds them
-                decoded.append((means, span))
-            if book is not None and voice is not None:
+        record = None
+        if book is not None and voice is not None:
+
+            def record(means: Mapping[str, Array], span: int, book: VoiceStatsBook = book, voice: str = voice) -> None:
                 book.record(voice, means, span)
-            yield EngineAudio(
-                samples=joiner.push(window, audio),
-                sample_rate=SAMPLE_RATE,
-                first=first,
-                last=last,
-                phoneme_durations=front.phoneme_samples if first else None,
-                lead_in=lead * HOP if first else 0,
-                tail=tail * HOP if last else 0,
-            )
+
+        return SegmentStats(
+            running,
+            early_frame,
+            stats_at if self.sentence_stats and not single else None,
+            lambda: self.sentence_frame_stats(front, control),
+            lambda sentence, decoded: self._predicted(voice, sentence, decoded),
+            record,
+        )

@@ -14,8 +14,8 @@ from voxserve.engines.base import Alphabet
 from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
-from voxserve.engines.windowing import WindowConfig, WindowCost
-from voxserve.errors import EngineFailure, InvalidInput, ModelError, UnknownVoice
+from voxserve.engines.windowing import WindowConfig, WindowCost, run_graph
+from voxserve.errors import InvalidInput, ModelError, UnknownVoice
 from voxserve.limits import check_speed
 from voxserve.types import EngineAudio, VoiceInfo
 
@@ -163,7 +163,10 @@ class PiperEngine:
         cfg = self.config
         return np.array([cfg.noise_scale, cfg.length_scale / speed, cfg.noise_w], dtype=np.float32)
 
-    def synthesize(self, phonemes: str, voice: str, speed: float = 1.0) -> EngineAudio:
+    def synthesize(
+        self, phonemes: str, voice: str, speed: float = 1.0, control: RunControl | None = None
+    ) -> EngineAudio:
+        """The whole phoneme string in one call of the unsplit graph; ``control`` can stop it."""
         self.check_voice(voice)
         scales = self.scales(speed)
         ids = self.phoneme_ids(phonemes.strip())
@@ -176,10 +179,7 @@ class PiperEngine:
         }
         if "sid" in {i.name for i in self._session.get_inputs()}:
             feed["sid"] = np.array([self.config.speaker_id(voice)], dtype=np.int64)
-        try:
-            (audio,) = self._session.run(None, feed)
-        except Exception as exc:  # ONNX Runtime errors have no common base class
-            raise EngineFailure(f"Piper failed on {len(ids)} phoneme ids: {exc}") from exc
+        (audio,) = run_graph(self._session, None, feed, f"Piper on {len(ids)} phoneme ids", control)
         return EngineAudio(samples=np.asarray(audio, dtype=np.float32).reshape(-1), sample_rate=self.sample_rate)
 
     def stream(
@@ -192,8 +192,8 @@ class PiperEngine:
         next_window_s: Callable[[], float | None] | None = None,
         control: RunControl | None = None,
     ) -> Iterator[EngineAudio]:
-        if self._streamer is None:
-            yield self.synthesize(phonemes, voice, speed)
+        if self._streamer is None:  # sentence mode, or a voice whose graph could not be split
+            yield self.synthesize(phonemes, voice, speed, control)
             return
         self.check_voice(voice)
         noise_scale, length_scale, noise_w = (float(x) for x in self.scales(speed))

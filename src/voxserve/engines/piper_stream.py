@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from voxserve.engines.onnx import RunControl, SessionFactory, current_thread_budget
-from voxserve.engines.preemption import work_timer
-from voxserve.engines.windowing import CrossfadeJoiner, WindowCost, iter_windows, run_graph
+from voxserve.engines.onnx import RunControl, SessionFactory
+from voxserve.engines.windowing import CrossfadeJoiner, WindowCost, decode_pieces, iter_windows, run_graph
 from voxserve.errors import InvalidInput
 from voxserve.types import EngineAudio, FloatAudio
 
@@ -154,19 +153,15 @@ class PiperStreamer:
             max_size=max_window_frames,
             next_size=next_window_frames,
         )
-        joiner = CrossfadeJoiner(HOP, self.crossfade)
-        for i, window in enumerate(windows):
-            with work_timer() as spent:
-                piece = joiner.push(window, self.decode(front, window.ctx_start, window.ctx_end, control))
-            decoded_s = (window.ctx_end - window.ctx_start) * HOP / self.sample_rate
-            self.cost.record(decoded_s, spent(), current_thread_budget())
-            first, last = i == 0, window.end == front.frames
-            yield EngineAudio(
-                samples=piece,
-                sample_rate=self.sample_rate,
-                first=first,
-                last=last,
-                phoneme_durations=per_symbol if first else None,
-                lead_in=lead_in if first else 0,
-                tail=tail if last else 0,
-            )
+        return decode_pieces(
+            windows,
+            front.frames,
+            lambda _, window: self.decode(front, window.ctx_start, window.ctx_end, control),
+            joiner=CrossfadeJoiner(HOP, self.crossfade),
+            cost=self.cost,
+            frame_s=HOP / self.sample_rate,
+            sample_rate=self.sample_rate,
+            phoneme_durations=per_symbol,
+            lead_in=lead_in,
+            tail=tail,
+        )

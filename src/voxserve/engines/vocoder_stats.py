@@ -8,6 +8,8 @@ supplies them:
 
 * :class:`RunningStats` — frame-weighted means of the statistics of a sentence's windows decoded so
   far, optionally seeded with a voice's prior;
+* :class:`SegmentStats` — for one sentence, which statistics each window decodes with, and when the
+  sentence's own are computed;
 * :class:`VoiceStatsBook` — per voice, the frame-weighted average of every window decoded with it,
   learned from traffic at no extra cost (the decoder outputs a window's own statistics anyway). A
   voice's sentence statistics vary much less between sentences than a 0.4 s window's do, so seeding
@@ -19,7 +21,7 @@ supplies them:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +161,52 @@ class VoiceStatsBook:
         with self._lock:
             self._book.update(book)
         return True
+
+
+class SegmentStats:
+    """Which statistics each window of one sentence decodes with, and what it learns from each.
+
+    Before ``stats_at`` (``None``: never) the frame-rate norms use the voice's average when
+    ``frame_prior`` is given, else each window's own; from window ``stats_at`` on they use the
+    sentence's (``sentence()``, computed once then), and the vocoder's running means restart from
+    ``predict`` (the sentence's predicted statistics with the windows decoded so far added; ``None``:
+    keep the running means). The vocoder norms use ``running`` means (``None``: each window's own),
+    to which every window's own statistics are added; ``record`` (the voice book) sees every window.
+    """
+
+    def __init__(
+        self,
+        running: RunningStats | None,
+        frame_prior: RunningStats | None,
+        stats_at: int | None,
+        sentence: Callable[[], Mapping[str, Array]],
+        predict: Callable[[Mapping[str, Array], list[tuple[dict[str, Array], int]]], RunningStats | None],
+        record: Callable[[Mapping[str, Array], int], None] | None,
+    ) -> None:
+        self.running, self.early_frame, self.stats_at = running, frame_prior, stats_at
+        self._sentence, self._predict, self._record = sentence, predict, record
+        self.frame: dict[str, Array] | None = None
+        self._decoded: list[tuple[dict[str, Array], int]] = []  # windows before the prediction
+
+    def before(self, index: int) -> None:
+        """Before window ``index``: the sentence's statistics, if this is where they are due."""
+        if index != self.stats_at:
+            return
+        sentence = self._sentence()
+        self.frame = dict(sentence) | {"mix_frame": np.ones(1, dtype=np.float32)}
+        self.early_frame = None
+        self.running = self._predict(sentence, self._decoded) or self.running
+
+    def frame_feeds(self, span: int) -> Mapping[str, Array] | None:
+        """The frame-rate statistics inputs for a window decoding ``span`` frames (None: its own)."""
+        return self.early_frame.feeds(span) if self.early_frame is not None else self.frame
+
+    def add(self, index: int, means: dict[str, Array], span: int) -> None:
+        """Window ``index`` decoded ``span`` frames whose own statistics were ``means``."""
+        for stats in (self.running, self.early_frame):
+            if stats is not None:
+                stats.add(means, span)
+        if self.stats_at is not None and index < self.stats_at:  # added by the prediction
+            self._decoded.append((means, span))
+        if self._record is not None:
+            self._record(means, span)

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from voxserve.engines.onnx import OnnxSession, RunControl
-from voxserve.engines.preemption import run_preemptible
+from voxserve.engines.onnx import OnnxSession, RunControl, current_thread_budget
+from voxserve.engines.preemption import run_preemptible, work_timer
 from voxserve.errors import Cancelled, EngineFailure, InvalidInput
-from voxserve.types import FloatAudio
+from voxserve.types import EngineAudio, FloatAudio
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,45 @@ class CrossfadeJoiner:
         tail = decoded[hi : hi + self.crossfade]
         self._tail = np.asarray(tail, dtype=np.float32) if len(tail) == self.crossfade and self.crossfade else None
         return piece
+
+
+def decode_pieces(
+    windows: Iterator[Window],
+    frames: int,
+    decode: Callable[[int, Window], FloatAudio],
+    *,
+    joiner: CrossfadeJoiner,
+    cost: WindowCost,
+    frame_s: float,
+    sample_rate: int,
+    phoneme_durations: npt.NDArray[np.int64] | None,
+    lead_in: int,
+    tail: int,
+    before: Callable[[int], None] | None = None,
+) -> Iterator[EngineAudio]:
+    """The window loop every windowed engine shares.
+
+    For each window: ``before(i)`` (work that is not the window's own, e.g. statistics it needs), then
+    ``decode(i, window)`` over the window and its context, timed into ``cost`` with the threads it ran
+    on; the decoded audio is cropped and crossfaded by ``joiner`` and yielded as a piece. The first piece
+    carries ``phoneme_durations`` and ``lead_in`` (samples), the last ``tail`` (samples).
+    """
+    for i, window in enumerate(windows):
+        if before is not None:
+            before(i)
+        with work_timer() as spent:
+            audio = decode(i, window)
+        cost.record((window.ctx_end - window.ctx_start) * frame_s, spent(), current_thread_budget())
+        first, last = i == 0, window.end == frames
+        yield EngineAudio(
+            samples=joiner.push(window, audio),
+            sample_rate=sample_rate,
+            first=first,
+            last=last,
+            phoneme_durations=phoneme_durations if first else None,
+            lead_in=lead_in if first else 0,
+            tail=tail if last else 0,
+        )
 
 
 class WindowCost:

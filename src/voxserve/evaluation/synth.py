@@ -34,7 +34,7 @@ class Synthesizer:
 
     def __init__(self, engines: list[str], streamed: Runtime | None = None) -> None:
         """``streamed``: an already loaded windowed runtime to use (and leave open) instead of a new one."""
-        base = Settings(engines=engines)  # type: ignore[arg-type]
+        base = Settings(engines=engines)
         self._own = streamed is None
         self.streamed = streamed or Runtime(base, Tuning(decode_mode="windowed"))
         self.whole = Runtime(base, Tuning(decode_mode="sentence"))

@@ -1,22 +1,24 @@
-"""A bounded pool of synthesis worker threads with earliest-deadline-first scheduling.
+"""A bounded pool of synthesis worker threads: one deadline rule for all model work.
 
-Every unit of model work (a segment, or one decoder window) is submitted with a
-deadline: the wall-clock time by which its audio is needed. A new request's first
-unit is due now; a long stream's later units are due when playback reaches them.
-So the first audio of a new caller is computed before later audio of a long
-reading, and no stream that is ahead of playback starves one that is not.
+Every unit of model work (a segment's text, or one decoder window) is submitted with a deadline, the
+moment its listener would run out of audio (a new stream's first audio is due at once), and the work
+it is expected to cost, learned on this machine (:class:`voxserve.engines.windowing.WindowCost`).
+Jobs run in order of their latest start, ``deadline - cost``: the job with the least time to spare
+first. So a new caller's first audio comes before later audio of a stream that is ahead, and a
+stream close to running dry comes before both.
 
 With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), jobs share the cores instead of each
 taking all of them: a job runs with the widest thread count in ``levels`` that fits both the cores
 free now and an equal share of the cores among the streams producing audio, and waits while no core
 is free. One stream alone decodes on every core; two on two cores decode side by side, one core each.
 
-A stream's first audio is urgent: its jobs take every free core, shared only with other streams
-starting at the same time (streams already playing have audio in hand). With
-``preempt_slack_s`` they may also take the cores of running jobs whose audio is not needed for at
-least that long: the pool stops such a job's model call in flight, and the call is made again once the
-job is readmitted (:mod:`voxserve.engines.preemption`). So a caller who arrives while another stream
-plays does not wait for that stream's decoder window to finish.
+A job already late when it is started (its latest start has passed: a first audio, or a listener about
+to run dry) takes every free core, shared only with the other late jobs. A job that would be late by
+waiting for a core may stop running jobs that can afford it: those whose deadline still leaves room
+for the late job's work and their own again. The pool stops such a job's model call in flight and the
+call is made again once the job is readmitted (:mod:`voxserve.engines.preemption`). So a caller who
+arrives while another stream plays does not wait for that stream's decoder window, and no stream is
+stopped for another if that would make its own listener run dry.
 """
 
 from __future__ import annotations
@@ -49,15 +51,25 @@ class _Job:
     fn: Callable[[], Any] = field(compare=False)
     loop: asyncio.AbstractEventLoop = field(compare=False)
     future: asyncio.Future[Any] = field(compare=False)
-    urgent: bool = field(default=False, compare=False)
+    due: float = field(default=0.0, compare=False)  # when the result is needed
+    cost: float = field(default=0.0, compare=False)  # expected seconds of work
+
+    def late(self, now: float) -> bool:
+        """Whether the job's latest start has passed."""
+        return self.due - self.cost <= now
+
+    def overdue(self, now: float) -> bool:
+        """Whether its result is already needed: a first audio, or a listener that has run dry."""
+        return self.due <= now
 
 
 class _Hold:
     """A running job's side of :class:`~voxserve.engines.preemption.Preemption`; its state is guarded
     by the pool's lock."""
 
-    def __init__(self, pool: WorkerPool, job: _Job, threads: int | None) -> None:
-        self.pool, self.job, self.threads = pool, job, threads
+    def __init__(self, pool: WorkerPool, job: _Job, threads: int | None, late: bool) -> None:
+        self.pool, self.job, self.threads, self.late = pool, job, threads, late
+        self.started = time.monotonic()
         self.armed: ort.RunOptions | None = None  # the model call in flight
         self.asked = False  # the pool wants this job's cores
 
@@ -87,13 +99,9 @@ class WorkerPool:
         *,
         cores: int | None = None,
         levels: tuple[int, ...] = (),
-        preempt_slack_s: float | None = None,
     ) -> None:
         if cores is not None and (not levels or min(levels) != 1 or max(levels) > cores):
             raise ValueError(f"thread levels {levels} do not fit {cores} cores")
-        if preempt_slack_s is not None and cores is None:
-            raise ValueError("preemption needs shared cores (cores and levels)")
-        self.preempt_slack_s = preempt_slack_s
         self.cores = cores
         self._levels = sorted(levels, reverse=True)
         self._free = cores or 0
@@ -106,7 +114,7 @@ class WorkerPool:
         self._running: list[_Hold] = []
         self._waiting: list[tuple[float, int, _Hold]] = []  # stopped jobs waiting for cores, by deadline
         self._asked = 0  # running jobs asked to give their cores back, not yet done so
-        self.preemptions = 0  # model calls stopped for a more urgent job (for tests and metrics)
+        self.preemptions = 0  # model calls stopped for a job that was running late (for tests and metrics)
         self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
             thread.start()
@@ -126,7 +134,7 @@ class WorkerPool:
             return self._busy
 
     def stats(self) -> SchedulerStats:
-        """Jobs running now, jobs waiting (queued, or stopped for an urgent one), and calls stopped."""
+        """Jobs running now, jobs waiting (queued, or stopped for a late one), and calls stopped."""
         with self._cond:
             return SchedulerStats(len(self._running), len(self._heap) + len(self._waiting), self.preemptions)
 
@@ -169,42 +177,62 @@ class WorkerPool:
         fair = max(1, self.cores // max(1, self._streams))
         return next(n for n in self._levels if n <= min(free, fair))
 
-    async def run(self, fn: Callable[[], T], *, deadline: float | None = None, urgent: bool = False) -> T:
-        """Run ``fn()`` on a worker: earliest ``deadline`` first; an ``urgent`` job (a stream's first
-        audio) takes every free core and may stop jobs that have time to spare (``preempt_slack_s``)."""
+    async def run(self, fn: Callable[[], T], *, deadline: float | None = None, cost: float = 0.0) -> T:
+        """Run ``fn()`` on a worker when its turn comes: least time to spare first (``deadline`` less the
+        expected ``cost`` in seconds of work; no deadline: due now). A job that would start late
+        may stop running jobs that can afford it (see the module docstring)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        job = _Job(deadline if deadline is not None else time.monotonic(), next(self._seq), fn, loop, future, urgent)
+        due = deadline if deadline is not None else time.monotonic()
+        job = _Job(due, next(self._seq), fn, loop, future, due, max(cost, 0.0))
         with self._cond:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
             heapq.heappush(self._heap, job)
-            if urgent:
-                self._preempt_for()
+            self._preempt_for(job)
             self._cond.notify_all()
         return await future
 
-    def _preempt_for(self) -> None:
-        """Ask running jobs with at least ``preempt_slack_s`` to spare to give their cores to an urgent
-        job, latest deadline first, until it can have what :meth:`_urgent_level` grants (lock held)."""
-        if self.preempt_slack_s is None or self._busy >= len(self._threads):
-            return  # no idle worker could run it anyway
-        assert self.cores is not None
-        if self._streams - self._starting() >= self.cores:
-            return  # every core is spoken for by a playing stream: stopped work could not be made up
-        want = self._urgent_level(self.cores, self._starting())
-        coming = self._free + sum(h.threads or 0 for h in self._running if h.asked)
+    def _preempt_for(self, job: _Job) -> None:
+        """Stop running jobs so that ``job`` can start before its latest start, if it would otherwise
+        wait past it: those with the most time to spare first, and only those that can still be done
+        in time after ``job`` and their own work again (lock held)."""
+        if self.cores is None or self._busy >= len(self._threads):
+            return  # no shared cores to hand over, or no idle worker could run it anyway
         now = time.monotonic()
-        for hold in sorted(self._running, key=lambda h: h.job.deadline, reverse=True):
-            if coming >= want or hold.job.deadline - now < self.preempt_slack_s:
+        ahead = [j for j in self._heap if j is not job and (j.deadline, j.seq) < (job.deadline, job.seq)]
+        want = self._overdue_level(self.cores, self._overdue(now)) if job.overdue(now) else 1
+        coming = self._free + sum(h.threads or 0 for h in self._running if h.asked) - len(ahead)
+        if coming >= want:
+            return
+        if coming >= 1 and not job.late(now):
+            return  # a core is free for it now; more would only be nice
+        soonest = min((self._remaining(h, now) for h in self._running), default=0.0)
+        if not job.late(now + soonest):
+            return  # a running job will be done before its latest start
+        for hold in sorted(self._running, key=lambda h: self._spare(h, now), reverse=True):
+            spare = self._spare(hold, now)
+            if coming >= want or spare <= 0 or spare < job.cost:
                 break
-            if hold.asked or hold.job.urgent:
+            if hold.asked:
                 continue
             hold.asked = True
             self._asked += 1
             coming += hold.threads or 0
             if hold.armed is not None:
                 hold.armed.terminate = True
+
+    @staticmethod
+    def _remaining(hold: _Hold, now: float) -> float:
+        """Expected seconds until a running job is done."""
+        return max(0.0, hold.job.cost - (now - hold.started))
+
+    @staticmethod
+    def _spare(hold: _Hold, now: float) -> float:
+        """Seconds a running job could give away and still be done in time, doing its work again."""
+        if hold.late or hold.job.cost <= 0:
+            return 0.0  # late itself, or nothing known of its work: never stopped
+        return hold.job.due - now - hold.job.cost
 
     def _resume(self, hold: _Hold) -> None:
         """A stopped job gives its cores back and waits to be readmitted, ahead of later deadlines."""
@@ -229,6 +257,7 @@ class WorkerPool:
             heapq.heapify(self._waiting)
             hold.threads = self._level(self._free) if self._free >= 1 else 1
             self._free -= hold.threads
+            hold.started = time.monotonic()
             self._running.append(hold)
         set_thread_budget(hold.threads)
 
@@ -241,22 +270,22 @@ class WorkerPool:
         top = self._heap[0]
         if self._free < 1 or (self._waiting and self._waiting[0][:2] < (top.deadline, top.seq)):
             return False
-        return not (top.urgent and self._asked)  # cores are being freed for it: take them all at once
+        return not (top.overdue(time.monotonic()) and self._asked)  # cores are being freed: take them at once
 
-    def _starting(self) -> int:
-        """Urgent jobs queued or running: streams starting now (lock held)."""
-        return sum(h.job.urgent for h in self._running) + sum(j.urgent for j in self._heap)
+    def _overdue(self, now: float) -> int:
+        """Jobs queued or running whose result is already needed (lock held)."""
+        return sum(h.job.overdue(h.started) for h in self._running) + sum(j.overdue(now) for j in self._heap)
 
-    def _urgent_level(self, free: int, starting: int) -> int:
-        """An urgent job's threads: every free core, shared only with the other streams starting now."""
+    def _overdue_level(self, free: int, overdue: int) -> int:
+        """An overdue job's threads: every free core, shared only with the other overdue jobs."""
         assert self.cores is not None
-        return next(n for n in self._levels if n <= min(free, max(1, self.cores // max(1, starting))))
+        return next(n for n in self._levels if n <= min(free, max(1, self.cores // max(1, overdue))))
 
-    def _threads_for(self, job: _Job) -> int | None:
+    def _threads_for(self, job: _Job, overdue: bool) -> int | None:
         if self.cores is None:
             return None
-        if job.urgent:
-            return self._urgent_level(self._free, 1 + self._starting())
+        if overdue:
+            return self._overdue_level(self._free, 1 + self._overdue(time.monotonic()))
         return self._level(self._free)
 
     def close(self, wait: bool = True) -> None:
@@ -281,13 +310,14 @@ class WorkerPool:
                 if job.future.cancelled():  # caller went away while queued: skip the work
                     continue
                 self._busy += 1
-                threads = self._threads_for(job)
+                now = time.monotonic()
+                threads = self._threads_for(job, job.overdue(now))
                 self._free -= threads or 0
-                hold = _Hold(self, job, threads)
+                hold = _Hold(self, job, threads, job.late(now))
                 self._running.append(hold)
             setter: Callable[[asyncio.Future[Any], Any], None]
             try:
-                with thread_budget(threads), preemptible(hold if self.preempt_slack_s is not None else None):
+                with thread_budget(threads), preemptible(hold if self.cores is not None else None):
                     setter, value = _set_result, job.fn()
             except BaseException as exc:  # handed to the awaiting coroutine, never lost
                 setter, value = _set_exception, exc

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import numpy as np
 
@@ -25,10 +25,11 @@ from voxserve.engines.preemption import work_timer
 from voxserve.errors import Cancelled, InvalidInput
 from voxserve.limits import check_input_length
 from voxserve.stream.alignment import SourceAligner
+from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session_config import SessionConfig, SessionStats
 from voxserve.stream.timing import word_spans
-from voxserve.stream.window_budget import next_window_s, start_window_s
+from voxserve.stream.window_budget import WindowPlanner
 from voxserve.text.frontend import Frontend
 from voxserve.text.segment import IncrementalSegmenter, TextSegment
 from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, SynthesisParams, WordTiming
@@ -36,6 +37,9 @@ from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, 
 log = logging.getLogger(__name__)
 
 _END = object()
+# A playing stream's work is due this long before its listener runs dry: a new caller's first audio is
+# due at once, and must not take the cores from a stream about to run dry
+PLAYING_MARGIN_S = 0.5
 _SENTENCE_END = frozenset('.!?。！？…"”)')
 
 
@@ -76,6 +80,8 @@ class SynthesisSession:
         self._control = RunControl()
         self._t_text: float | None = None
         self._t_first_audio: float | None = None
+        self._clock = PlaybackClock()  # the listener, playing from the first audio: when it runs dry
+        self._windows = WindowPlanner(engine, pool, config, self._clock)
         self._compute_s = 0.0
         self._words: list[WordTiming] = []
         self._source = SourceAligner()  # the sent text, for each word's characters
@@ -217,25 +223,28 @@ class SynthesisSession:
             await self._out.put(_END)
 
     def _deadline(self) -> float:
-        """When the next unit of audio is needed: now for first audio, else when playback runs out."""
-        if self._t_first_audio is None:
+        """When the next unit of audio is needed: at once for the first audio, else when the listener,
+        playing from the first audio in real time, runs out (the moment the server counts a stall)."""
+        if self._clock.runs_dry_at is None:
             return self._t_text or time.monotonic()
-        return self._t_first_audio + self._samples_out / self.sample_rate - 0.5
+        return self._clock.runs_dry_at - PLAYING_MARGIN_S
 
     async def _pace(self) -> None:
-        if not self._config.pace or self._t_first_audio is None:
+        if not self._config.pace or self._clock.runs_dry_at is None:
             return
-        ahead = self._samples_out / self.sample_rate - (time.monotonic() - self._t_first_audio)
+        ahead = self._clock.ahead_s(time.monotonic())
         if ahead > self._config.lookahead_s:
             await asyncio.sleep(ahead - self._config.lookahead_s)
 
-    async def _timed(self, fn: object) -> object:
+    async def _timed(self, fn: object, cost: float = 0.0) -> object:
+        """Run ``fn`` on the pool with this stream's deadline and its expected ``cost`` (seconds)."""
+
         def run() -> tuple[object, float]:
             with work_timer() as spent:  # less any wait for cores after a preemption
                 result = fn()  # type: ignore[operator]
             return result, spent()
 
-        result, spent = await self._pool.run(run, deadline=self._deadline(), urgent=self._t_first_audio is None)
+        result, spent = await self._pool.run(run, deadline=self._deadline(), cost=cost)
         self._compute_s += spent
         return result
 
@@ -260,50 +269,8 @@ class SynthesisSession:
             last = i == len(segments) - 1
             await self._speak_windows(segment, text_segment.boundary if last else segment.boundary, last)
 
-    def _budget(self) -> tuple[tuple[float, float] | None, float]:
-        """The engine's learned window cost at the threads this stream's jobs get now, and the load."""
-        threads, load = self._pool.share()
-        learned = self.engine.window_cost
-        return (learned.fit(threads) if learned is not None else None), load
-
-    def _window_plan(self) -> tuple[float | None, Callable[[], float | None] | None]:
-        """The next segment's first window (``None``: the largest) and what sizes the windows after it
-        (``None``: the engine's fixed schedule). See :mod:`.window_budget`."""
-        cfg = self._config
-        cost, load = self._budget()
-        first: float | None
-        if self._t_first_audio is None:
-            first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
-        else:
-            first = self._next_window_s()
-        return first, self._next_window_s if cost is not None else None
-
-    def _largest_window_s(self) -> float:
-        """The largest window this stream may take now. A window holds its cores until it is done, so a
-        stream played in real time, or any stream while others share the pool, stays within the paced
-        maximum: nobody waits behind it for long. An unpaced stream alone (a file, a whole text read as
-        fast as it comes) may grow to the engine's largest, for fewer seams."""
-        cfg = self._config
-        alone_unpaced = not cfg.pace and self._pool.streams <= 1
-        return max(cfg.max_window_s, cfg.max_unpaced_window_s) if alone_unpaced else cfg.max_window_s
-
-    def _next_window_s(self) -> float | None:
-        """Audio the next window may hold to be done before its listener needs it (asked from a worker).
-        Every stream is sized for a listener playing from its first audio, as the server counts them."""
-        cfg = self._config
-        cost, load = self._budget()
-        if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
-            return cfg.first_window_s
-        largest = self._largest_window_s()
-        if self._t_first_audio is None:
-            return start_window_s(cfg.first_window_s, largest, cost, load)
-        ahead = self._samples_out / self.sample_rate - (time.monotonic() - self._t_first_audio)
-        window = next_window_s(ahead, cfg.first_window_s, largest, cost, load)
-        log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
-        return window
-
     async def _speak_windows(self, segment: PhonemeSegment, boundary: str, ends_text: bool) -> None:
-        first_window, next_window = self._window_plan()
+        first_window, next_window = self._windows.plan()
         pieces: Iterator[EngineAudio] = self.engine.stream(
             segment.phonemes,
             self.params.voice,
@@ -312,12 +279,15 @@ class SynthesisSession:
             next_window_s=next_window,
             control=self._control,
         )
+        starts = True  # the next job is the segment's first: its front and first window
         try:
             while True:
                 await self._pace()
                 if self._cancelled:
                     raise Cancelled("session cancelled")
-                piece = await self._timed(lambda: next(pieces, None))
+                window = first_window if starts else (next_window() if next_window is not None else None)
+                piece = await self._timed(lambda: next(pieces, None), self._windows.job_cost(window, starts))
+                starts = False
                 if piece is None:
                     break
                 assert isinstance(piece, EngineAudio)
@@ -384,8 +354,11 @@ class SynthesisSession:
                 self._words = [w for w in self._words if w not in words]
             if len(part) == 0 and not last:
                 continue
-            if len(part) and self._t_first_audio is None:
-                self._t_first_audio = time.monotonic()
+            if len(part):
+                now = time.monotonic()
+                self._clock.on_audio(now, len(part) / self.sample_rate)
+                if self._t_first_audio is None:
+                    self._t_first_audio = now
             chunk = AudioChunk(part, self.sample_rate, self._samples_out, self._chunks, words, final=last)
             self._chunks += 1
             self._samples_out += len(part)

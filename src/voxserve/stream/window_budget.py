@@ -18,6 +18,17 @@ than the break-even ``n* = L * a / (1 - L * b)`` add to the audio ahead of playb
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
+
+from voxserve.engines.base import Engine
+from voxserve.stream.playback import PlaybackClock
+from voxserve.stream.pool import WorkerPool
+from voxserve.stream.session_config import SessionConfig
+
+log = logging.getLogger(__name__)
+
 # Near capacity the break-even window grows as 1 / (1 - L*b), so a slightly high estimate of b asks for
 # huge windows (first audio after seconds) that stall anyway; beyond 2 s a larger start doesn't pay.
 GAINING_CAP_S = 2.0
@@ -53,3 +64,63 @@ def next_window_s(ahead_s: float, first_s: float, max_s: float, cost: tuple[floa
     a, b = cost
     affordable = (max(ahead_s, 0.0) / (MARGIN * load) - a) / b
     return min(max(affordable, start_window_s(first_s, max_s, cost, load)), max_s)
+
+
+class WindowPlanner:
+    """Sizes one stream's decoder windows from its engine's learned cost, the pool's sharing of the
+    cores, and its listener (``clock``): the functions above, applied to a live stream."""
+
+    def __init__(self, engine: Engine, pool: WorkerPool, config: SessionConfig, clock: PlaybackClock) -> None:
+        self.engine, self.pool, self.config, self.clock = engine, pool, config, clock
+
+    def budget(self) -> tuple[tuple[float, float] | None, float]:
+        """The engine's learned window cost at the threads this stream's jobs get now, and the load."""
+        threads, load = self.pool.share()
+        learned = self.engine.window_cost
+        return (learned.fit(threads) if learned is not None else None), load
+
+    def plan(self) -> tuple[float | None, Callable[[], float | None] | None]:
+        """The next segment's first window (``None``: the largest) and what sizes the windows after it
+        (``None``: the engine's fixed schedule)."""
+        cfg = self.config
+        cost, load = self.budget()
+        first: float | None
+        if self.clock.first_at is None:
+            first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
+        else:
+            first = self.next_s()
+        return first, self.next_s if cost is not None else None
+
+    def largest_s(self) -> float:
+        """The largest window this stream may take now. A window holds its cores until it is done, so a
+        stream played in real time, or any stream while others share the pool, stays within the paced
+        maximum: nobody waits behind it for long. An unpaced stream alone (a file, a whole text read as
+        fast as it comes) may grow to the engine's largest, for fewer seams."""
+        cfg = self.config
+        alone_unpaced = not cfg.pace and self.pool.streams <= 1
+        return max(cfg.max_window_s, cfg.max_unpaced_window_s) if alone_unpaced else cfg.max_window_s
+
+    def next_s(self) -> float | None:
+        """Audio the next window may hold to be done before its listener needs it (asked from a worker).
+        Every stream is sized for a listener playing from its first audio, as the server counts them."""
+        cfg = self.config
+        cost, load = self.budget()
+        if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
+            return cfg.first_window_s
+        largest = self.largest_s()
+        if self.clock.first_at is None:
+            return start_window_s(cfg.first_window_s, largest, cost, load)
+        ahead = self.clock.ahead_s(time.monotonic())
+        window = next_window_s(ahead, cfg.first_window_s, largest, cost, load)
+        log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
+        return window
+
+    def job_cost(self, window_s: float | None, starts_segment: bool) -> float:
+        """The expected seconds of a job decoding a window of ``window_s`` (``None``: unknown), with the
+        margin windows are planned with; a segment's first job also runs its front (about one more
+        window's fixed part). 0 while nothing is learned."""
+        cost, _ = self.budget()
+        if cost is None or window_s is None:
+            return 0.0
+        a, b = cost
+        return MARGIN * (a * (2 if starts_segment else 1) + b * window_s)

@@ -19,7 +19,7 @@ from voxserve.text.normalize_en import normalize_english
 from voxserve.text.normalize_ko import normalize_korean
 from voxserve.text.phoneme_split import fit_words, sentence_words
 from voxserve.text.scripts import check_readable
-from voxserve.text.segment import IncrementalSegmenter, TextSegment, split_text
+from voxserve.text.segment import TextSegment, split_text
 from voxserve.types import LexiconEntry, PhonemeSegment, PhonemeWord
 
 log = logging.getLogger(__name__)
@@ -67,9 +67,6 @@ class Frontend:
         self._nlp: Any = None
 
     # --- public API ---------------------------------------------------------------------
-    def segmenter(self) -> IncrementalSegmenter:
-        return IncrementalSegmenter(self.first_segment_words, self.max_segment_chars)
-
     def phonemize(
         self, text: str, lang: str, alphabet: Alphabet = "misaki", *, max_phonemes: int = KOKORO_MAX_PHONEMES
     ) -> list[PhonemeSegment]:
