@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from voxserve.errors import InvalidInput, VoxError
+from voxserve.limits import MAX_OUTPUT_RATE as MAX_RATE
+from voxserve.limits import MIN_OUTPUT_RATE as MIN_RATE
+from voxserve.limits import check_sample_rate
 from voxserve.settings import Settings
-from voxserve.types import MAX_OUTPUT_RATE as MAX_RATE
-from voxserve.types import MIN_OUTPUT_RATE as MIN_RATE
 
 if TYPE_CHECKING:
     from voxserve.models import ModelStore
@@ -71,28 +72,6 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)  # type: ignore[arg-type]
 
 
-def _engines_for_voice(voice: str) -> list[str]:
-    return ["piper"] if voice.startswith("en_US-") else ["kokoro"]
-
-
-def _check_blend(voice: str) -> None:
-    """Refuse a blend that mixes in a Piper voice (only Kokoro style vectors can be averaged).
-
-    Without this the Kokoro engine reports the Piper member as an unknown voice, which misleads.
-    """
-    from voxserve.engines.voices import parse_blend
-
-    if "+" not in voice and ":" not in voice:
-        return
-    try:
-        names = [name for name, _ in parse_blend(voice)]
-    except ValueError as exc:
-        raise VoxError(f"bad voice blend {voice!r}: {exc}") from None
-    others = [name for name in names if _engines_for_voice(name) != ["kokoro"]]
-    if others:
-        raise VoxError(f"only Kokoro voices can be blended; {others[0]!r} in {voice!r} is a Piper voice")
-
-
 def _output_format(fmt: str | None, output: str | None) -> str:
     """The audio format: ``--format``, else the one the output's extension names, else WAV.
 
@@ -133,44 +112,52 @@ def _open_partial(target: Path) -> tuple[Path, BinaryIO]:
 
 
 async def _say(args: argparse.Namespace, settings: Settings, text: str) -> int:
-    from voxserve.audio import StreamingResampler, make_encoder
+    """Speak ``text`` the way the server does: a request the policy resolves, then one utterance of the
+    speech service (session, resampler, encoder) written to a file or stdout."""
+    from voxserve.policy import SpeechRequest, whole_file
     from voxserve.runtime import Runtime
-    from voxserve.types import SynthesisParams
+    from voxserve.server.state import ServerState
 
+    logging.getLogger("voxserve.access").setLevel(logging.WARNING)  # the server's per-utterance log line
     runtime = Runtime(settings)
-    await asyncio.to_thread(runtime.load, False)
+    state = ServerState.build(settings, runtime)
+    await asyncio.to_thread(runtime.load, False)  # no warm-up: one utterance would not repay it
+    await state.lifecycle.load(runtime)  # the runtime is loaded already: this marks the service ready
     try:
-        params = SynthesisParams(voice=args.voice, speed=args.speed, lang=args.lang, phoneme_input=args.phonemes)
-        session = runtime.open_session(params, pace=False)
         fmt = _output_format(args.format, args.output)
-        rate = args.sample_rate or session.sample_rate
-        resampler = StreamingResampler(session.sample_rate, rate) if rate != session.sample_rate else None
-        encoder = make_encoder(fmt, rate)
-        session.push_text(text)
-        session.close()
+        service = state.service
+        asked = SpeechRequest(
+            voice=args.voice,
+            text=text,
+            lang=args.lang,
+            speed=args.speed,
+            format=fmt,
+            sample_rate=args.sample_rate,
+            phonemes=args.phonemes,
+            whole_file=whole_file(fmt),  # a file: FLAC with its length in the header
+        )
+        request = service.validate(asked, needs_text=True)
         target = Path(args.output) if args.output else None
         if target is None and args.play:
-            target = Path(tempfile.mkstemp(suffix=f".{fmt}")[1])
-        partial, sink = _open_partial(target) if target else (None, sys.stdout.buffer)
-        try:
-            async for chunk in session:
-                samples = resampler.process(chunk.samples) if resampler else chunk.samples
-                sink.write(encoder.encode(samples))
-            if resampler:
-                sink.write(encoder.encode(resampler.flush()))
-            sink.write(encoder.finish())
-        except BaseException:
-            if partial:
-                sink.close()
-                partial.unlink(missing_ok=True)
-            raise
+            target = Path(tempfile.mkstemp(suffix=f".{request.format}")[1])
+        async with state.admission.slot(service.share(request)):
+            utterance = service.speak(request, "cli")
+            partial, sink = _open_partial(target) if target else (None, sys.stdout.buffer)
+            try:
+                async for chunk in utterance.chunks():
+                    sink.write(chunk.audio)
+            except BaseException:
+                if partial:
+                    sink.close()
+                    partial.unlink(missing_ok=True)
+                raise
         if target and partial:
             sink.close()
             os.replace(partial, target)
-        stats = session.stats
+        summary = utterance.summary()
         print(
-            f"{stats.audio_s:.2f} s of audio in {stats.chunks} chunks; first audio after "
-            f"{(stats.ttfa_s or 0) * 1000:.0f} ms; real-time factor {stats.rtf or 0:.2f}",
+            f"{summary.audio_s:.2f} s of audio in {summary.chunks} chunks; first audio after "
+            f"{summary.ttfa_ms or 0:.0f} ms; real-time factor {summary.rtf or 0:.2f}",
             file=sys.stderr,
         )
         if args.play and target:
@@ -195,17 +182,17 @@ def _play(path: Path) -> None:
 
 def cmd_say(args: argparse.Namespace) -> int:
     text = " ".join(args.text) if args.text else sys.stdin.read()
+    from voxserve.policy import engines_for
+
     if not args.engines:
-        args.engines = ",".join(_engines_for_voice(args.voice))
+        args.engines = ",".join(engines_for(args.voice))
     settings = _settings(args)
     if args.output is None and not args.play and sys.stdout.isatty():
         raise VoxError("refusing to write audio to a terminal; pass -o FILE or --play")
-    if args.sample_rate is not None and not MIN_RATE <= args.sample_rate <= MAX_RATE:
-        raise VoxError(f"sample rate must be between {MIN_RATE} and {MAX_RATE} Hz, got {args.sample_rate}")
+    check_sample_rate(args.sample_rate)  # what the request policy checks, before the models load
     _output_format(args.format, args.output)  # a mismatch fails before the models load
     if args.output is not None:
         _check_output(args.output)
-    _check_blend(args.voice)
     return asyncio.run(_say(args, settings, text))
 
 

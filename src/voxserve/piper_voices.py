@@ -30,13 +30,12 @@ from voxserve.engines.onnx import RunControl
 from voxserve.engines.piper import PiperConfig, PiperEngine, piper_voice_infos
 from voxserve.engines.registry import EngineLoad, piper_engine
 from voxserve.engines.windowing import WindowCost
-from voxserve.errors import ModelError, UnsupportedLanguage
+from voxserve.errors import ModelError
 from voxserve.models.fileio import sha256_file
 from voxserve.models.graphs import build_split_graphs
 from voxserve.models.piper_catalog import PiperVoiceFiles, discover, search_roots
 from voxserve.settings import Settings
 from voxserve.text.languages import register_language
-from voxserve.text.scripts import language_name
 from voxserve.types import EngineAudio, VoiceInfo
 
 log = logging.getLogger(__name__)
@@ -202,14 +201,6 @@ class PiperLibrary:
                 log.warning("Piper voice %s: cannot split its graph (%s); sentence mode", files.voice_id, exc)
                 return None
         return directory
-
-
-def check_piper_language(engine: str, voice: str, voice_lang: str, lang: str) -> None:
-    """A Piper voice speaks its own language only: its phonemes and training data are that language's."""
-    if engine == "piper" and lang.split("-")[0] != voice_lang.split("-")[0]:
-        raise UnsupportedLanguage(
-            f"voice {voice!r} speaks {language_name(voice_lang)} only; pick a voice that speaks {lang!r}"
-        )
 
 
 def _unsplittable(model: Path) -> str | None:

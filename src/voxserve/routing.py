@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from voxserve.engines.voices import blend_lead
 from voxserve.errors import UnsupportedLanguage
 from voxserve.text.languages import lang_for_voice, normalize_lang
 from voxserve.text.scripts import describe, language_name, scripts, text_language, unreadable
@@ -73,7 +74,7 @@ class Router:
 
     def _voice_lang(self, voice: str) -> str:
         known = next((v for v in self._voices if v.id == voice), None)
-        return known.lang if known is not None else lang_for_voice(voice.split("+")[0].split(":")[0])
+        return known.lang if known is not None else lang_for_voice(blend_lead(voice))
 
     def route(self, text: str, voice: str | None, lang: str | None) -> Route:
         """See the module docstring; ``lang`` is the request's explicit language, if any."""

@@ -20,10 +20,12 @@ from voxserve.engines.batching import BatchPolicy
 from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.onnx import SessionFactory, thread_budget
 from voxserve.engines.registry import ENGINES, EngineLoad, EngineLoader
+from voxserve.engines.voices import blend_lead
 from voxserve.engines.windowing import WindowConfig
 from voxserve.errors import NotReady, UnknownVoice, UnsupportedLanguage
 from voxserve.models import ModelStore
-from voxserve.piper_voices import PiperLibrary, check_piper_language
+from voxserve.piper_voices import PiperLibrary
+from voxserve.policy import check_language
 from voxserve.settings import Settings
 from voxserve.stream.capacity import StreamCost, cheapest_share
 from voxserve.stream.pool import WorkerPool
@@ -254,7 +256,7 @@ class Runtime:
     def engine_for(self, voice: str) -> Engine:
         if not self.ready:
             raise NotReady("models are still loading; retry shortly")
-        first = voice.split("+")[0].split(":")[0].strip()
+        first = blend_lead(voice)
         engine = self._voice_engine.get(first)
         if engine is None:
             raise UnknownVoice(f"unknown voice {voice!r}; list voices with 'voxserve voices' or GET /v1/voices")
@@ -280,7 +282,7 @@ class Runtime:
 
     def _voice_lang(self, voice: str) -> str:
         """The language a voice speaks: as its engine lists it (a Piper config's), else by its id."""
-        first = voice.split("+")[0].split(":")[0].strip()
+        first = blend_lead(voice)
         engine = self._voice_engine.get(first)
         listed = next((v.lang for v in engine.voices() if v.id == first), None) if engine is not None else None
         return listed or lang_for_voice(first)
@@ -300,7 +302,7 @@ class Runtime:
         """Start a streaming session; must be called from a running event loop."""
         engine = self.engine_for(params.voice)
         lang = self._lang_for(params)
-        check_piper_language(engine.name, params.voice, self._voice_lang(params.voice), lang)
+        check_language(engine.name, params.voice, self._voice_lang(params.voice), lang)
         # the caller's entries first (they win), then the server's for this language
         server = self.lexicon.get(lang, ()) + self.lexicon.get("*", ())
         lexicon = for_voice(params.lexicon, engine.alphabet, strict=True) + for_voice(

@@ -8,9 +8,6 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-# Output sample rates a client may ask for (every transport and the CLI); audio is resampled to them.
-MIN_OUTPUT_RATE, MAX_OUTPUT_RATE = 8000, 48000
-
 FloatAudio = npt.NDArray[np.float32]
 Boundary = Literal["sentence", "clause", "none"]
 

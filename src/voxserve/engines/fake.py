@@ -35,11 +35,11 @@ from voxserve.engines.registry import EngineLoad, EngineLoader, LoadedEngine
 from voxserve.engines.voices import parse_blend
 from voxserve.engines.windowing import WindowConfig, WindowCost, iter_windows
 from voxserve.errors import Cancelled, InvalidInput, UnknownVoice
+from voxserve.limits import check_speed
 from voxserve.types import EngineAudio, FloatAudio, VoiceInfo
 
 SYMBOL_S = 0.06  # one phoneme symbol at speed 1
 FRAME_S = 0.01  # one decoder frame
-MIN_SPEED, MAX_SPEED = 0.5, 2.0
 _SILENT = set(".,!?;:—…-\"'()")
 _RAMP_S = 0.005  # the envelope moves over this long (no clicks where a pause starts or ends)
 
@@ -105,8 +105,7 @@ class FakeEngine:
     def render(self, phonemes: str, voice: str, speed: float = 1.0) -> FloatAudio:
         """The whole segment's audio (what every window is cut from)."""
         base = self._pitch(voice)
-        if not MIN_SPEED <= speed <= MAX_SPEED:
-            raise InvalidInput(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
+        check_speed(speed)
         if not phonemes.strip():
             raise InvalidInput("nothing to synthesize: the phoneme string is empty")
         if len(phonemes) > self.max_phonemes:

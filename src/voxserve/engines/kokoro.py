@@ -18,6 +18,7 @@ from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.engines.voices import kokoro_voice_info, parse_blend
 from voxserve.engines.windowing import WindowConfig, WindowCost, run_graph
 from voxserve.errors import InvalidInput, UnknownVoice
+from voxserve.limits import check_speed
 from voxserve.types import EngineAudio, VoiceInfo
 
 log = logging.getLogger(__name__)
@@ -25,13 +26,7 @@ log = logging.getLogger(__name__)
 SAMPLE_RATE = 24_000
 FRAME_S = 600 / SAMPLE_RATE  # one decoder frame
 MAX_TOKENS = 510  # phoneme ids per call, pads excluded
-MIN_SPEED, MAX_SPEED = 0.5, 2.0
 _BREAK_SYMBOLS = (".", "!", "?", ";", ":", ",", "—", "…", " ")
-
-
-def check_speed(speed: float) -> None:
-    if not MIN_SPEED <= speed <= MAX_SPEED:
-        raise InvalidInput(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
 
 
 def split_phonemes(phonemes: str, limit: int) -> list[str]:

@@ -11,12 +11,12 @@ import numpy as np
 import numpy.typing as npt
 
 from voxserve.engines.base import Alphabet
-from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
 from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
 from voxserve.engines.windowing import WindowConfig, WindowCost, run_graph
 from voxserve.errors import InvalidInput, ModelError, UnknownVoice
+from voxserve.limits import check_speed
 from voxserve.types import EngineAudio, VoiceInfo
 
 PAD, BOS, EOS = "_", "^", "$"
@@ -159,8 +159,7 @@ class PiperEngine:
         return ids
 
     def scales(self, speed: float) -> npt.NDArray[np.float32]:
-        if not MIN_SPEED <= speed <= MAX_SPEED:
-            raise InvalidInput(f"speed must be between {MIN_SPEED} and {MAX_SPEED}, got {speed}")
+        check_speed(speed)
         cfg = self.config
         return np.array([cfg.noise_scale, cfg.length_scale / speed, cfg.noise_w], dtype=np.float32)
 

@@ -56,3 +56,9 @@ def parse_blend(spec: str) -> list[tuple[str, float]]:
     if not math.isfinite(total):
         raise ValueError("weights too large to add up; use weights such as 0.7 and 0.3")
     return [(name, weight / total) for name, weight in parts]
+
+
+def blend_lead(spec: str) -> str:
+    """The first voice of a voice or blend spec (``"af_heart:0.7+af_bella:0.3"`` → ``af_heart``): the one
+    whose engine, language and sample rate a blend takes. Never raises; :func:`parse_blend` checks the rest."""
+    return spec.split("+")[0].split(":")[0].strip()

@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from voxserve.errors import ClientTooSlow, InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, http_status
+from voxserve.policy import body_limit_bytes
 from voxserve.server import audit, logsafe, openapi
 from voxserve.server.connlimits import ClientConnections
 from voxserve.server.http_routes import router
@@ -239,8 +240,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
             allow_headers=["Authorization", "Content-Type"],
             expose_headers=["X-Sample-Rate", "X-Voice", "Retry-After"],
         )
-    # a JSON body may spend up to 6 bytes per character (\\uXXXX escapes), plus the other fields
-    app.add_middleware(BodyLimit, limit=settings.max_input_chars * 6 + 16 * 1024, timeout_s=settings.body_timeout_s)
+    app.add_middleware(BodyLimit, limit=body_limit_bytes(settings), timeout_s=settings.body_timeout_s)
     app.add_middleware(ClientConnections, limit=settings.max_connections_per_client)
     app.add_middleware(AccessLog, metrics=vox.metrics)
     return app

@@ -32,11 +32,12 @@ from voxserve.errors import (
     UnknownContext,
     VoxError,
 )
+from voxserve.policy import SpeechRequest
 from voxserve.server import duplex as dx
 from voxserve.server.ratelimit import TokenBuckets
 from voxserve.server.service import SpeechService
 from voxserve.server.turn import Turn
-from voxserve.server.utterance import EncodedChunk, SpeechRequest
+from voxserve.server.utterance import EncodedChunk
 
 PROTOCOLS = (1, 2)
 _REMEMBERED = 1024  # ended context ids kept, so a late message to one is answered clearly

@@ -16,10 +16,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput
+from voxserve.policy import SpeechRequest
 from voxserve.server.ratelimit import TokenBuckets
 from voxserve.server.service import SpeechService
 from voxserve.server.turn import Turn
-from voxserve.server.utterance import EncodedChunk, SpeechRequest, UtteranceSummary
+from voxserve.server.utterance import EncodedChunk, UtteranceSummary
 
 
 # --- client → server ------------------------------------------------------------------
@@ -291,14 +292,10 @@ async def speak(
     await turn.wait_for_text()
     if turn.cancelled or not turn.has_text:
         return
-    admission = service.admission
-    booked = await admission.acquire(service.share(turn.request))  # Overloaded (full or draining): raised
-    try:
+    async with service.state.admission.slot(service.share(turn.request)):  # Overloaded (full or draining): raised
         if turn.cancelled:
             return
         utterance = service.open(turn.request, transport, client)
         turn.start(utterance)
         async for chunk in utterance.chunks():
             await emit(chunk)
-    finally:
-        admission.release(booked)

@@ -1,7 +1,8 @@
 """gRPC transport (grpc.aio): unary, server-streaming and duplex synthesis plus the standard health service.
 
 Credentials travel in the ``authorization`` metadata (``Bearer <api key or JWT>``). Errors are mapped
-in one place, :class:`_ErrorsAndAuth`, which wraps every VoxServe method.
+in one place, :meth:`_ErrorsAndAuth._call`, which wraps every VoxServe method; messages are converted
+in :mod:`voxserve.server.protocol`.
 """
 
 from __future__ import annotations
@@ -10,24 +11,29 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from voxserve.errors import ClientTooSlow, InvalidInput, VoxError, error_body, grpc_status_name
-from voxserve.server import duplex as dx
+from voxserve.errors import VoxError, error_body, grpc_status_name
 from voxserve.server.auth import bearer_token
 from voxserve.server.connlimits import OpenPerClient
 from voxserve.server.contexts import open_stream
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
+from voxserve.server.protocol import (
+    grpc_chunk,
+    grpc_client_message,
+    grpc_event,
+    grpc_request,
+    grpc_words,
+    send_within,
+    stall_trailer,
+)
 from voxserve.server.proxies import client_address
 from voxserve.server.state import ServerState
-from voxserve.server.utterance import EncodedChunk, SpeechRequest, UtteranceSummary
-from voxserve.text.lexicon import parse_entries
 
 log = logging.getLogger("voxserve.server")
 _SERVICE = "voxserve.v1.VoxServe"
@@ -59,13 +65,10 @@ async def _abort(context: grpc.aio.ServicerContext, exc: BaseException, count: C
     await context.abort(grpc.StatusCode[grpc_status_name(exc)], str(body["message"]), tuple(trailers))
 
 
-async def _write(context: grpc.aio.ServicerContext, message: Any, stall: float) -> bool:
+async def _write(context: grpc.aio.ServicerContext, message: Any, stall_s: float) -> bool:
     """Send one message of a stream; False when the call is over (the client cancelled or left)."""
     try:
-        # a client that stops reading blocks the write once HTTP/2 flow control is full
-        await asyncio.wait_for(context.write(message), stall)
-    except asyncio.TimeoutError:
-        raise ClientTooSlow(f"the client took no audio for {stall:g} s") from None
+        await send_within(context.write(message), stall_s)
     except (grpc.aio.InternalError, grpc.aio.UsageError):  # the write found the call ended
         return False
     return True
@@ -96,6 +99,22 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
         token = bearer_token(str(metadata.get("authorization", ""))) or None
         self._state.service.authorize(token, _client(context, self._state))
 
+    @contextlib.asynccontextmanager
+    async def _call(self, context: grpc.aio.ServicerContext, count: Callable[[str], None]) -> AsyncIterator[None]:
+        """One VoxServe call: the caller's in-flight slot, its credentials, and the gRPC transport's one
+        mapping from an exception to a status (counted per method)."""
+        try:
+            with self._slot(context):
+                self._authorize(context)
+                yield
+        except asyncio.CancelledError:  # the client cancelled or left
+            count("CANCELLED")
+            raise
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            await _abort(context, exc, count)
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -114,140 +133,28 @@ class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
             inner_unary = handler.unary_unary
 
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                try:
-                    with self._slot(context):
-                        self._authorize(context)
-                        reply = await inner_unary(request, context)
-                except asyncio.CancelledError:  # the client cancelled or left
-                    count("CANCELLED")
-                    raise
-                except Exception as exc:  # the gRPC transport's one error mapping
-                    if isinstance(exc, grpc.aio.AbortError):
-                        raise
-                    await _abort(context, exc, count)
+                async with self._call(context, count):
+                    reply = await inner_unary(request, context)
                 count("OK")
                 return reply
 
             return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer, handler.response_serializer)
         streaming = handler.unary_stream or handler.stream_stream
         assert streaming is not None
-
-        stall = self._state.settings.client_stall_s
+        stall_s = self._state.settings.client_stall_s
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> None:
-            try:
-                with self._slot(context):
-                    self._authorize(context)
-                    async for item in streaming(request, context):
-                        if not await _write(context, item, stall):
-                            count("CANCELLED")
-                            return
-            except asyncio.CancelledError:  # the client cancelled or left
-                count("CANCELLED")
-                raise
-            except Exception as exc:  # the gRPC transport's one error mapping
-                if isinstance(exc, grpc.aio.AbortError):
-                    raise
-                await _abort(context, exc, count)
+            async with self._call(context, count):
+                async for item in streaming(request, context):
+                    if not await _write(context, item, stall_s):
+                        count("CANCELLED")
+                        return
             count("OK")
 
         factory = (
             grpc.unary_stream_rpc_method_handler if handler.unary_stream else grpc.stream_stream_rpc_method_handler
         )
         return factory(stream, handler.request_deserializer, handler.response_serializer)
-
-
-def _request(msg: pb.SynthesizeRequest | pb.StreamConfig) -> SpeechRequest:
-    entries = [
-        {field.name: value for field, value in entry.ListFields()} for entry in msg.lexicon
-    ]  # absent fields stay absent, as in JSON
-    return SpeechRequest(
-        lexicon=parse_entries(entries),
-        voice=msg.voice or None,
-        text=getattr(msg, "text", ""),
-        lang=msg.lang if msg.HasField("lang") else None,
-        speed=msg.speed if msg.HasField("speed") else 1.0,
-        format=msg.format or "pcm",
-        sample_rate=msg.sample_rate if msg.HasField("sample_rate") else None,
-        word_timings=msg.word_timings,
-        input_format=getattr(msg, "input_format", "") or None,
-    )
-
-
-def _words(chunk: EncodedChunk) -> list[pb.WordTiming]:
-    return [
-        pb.WordTiming(word=w.word, start_s=w.start_s, end_s=w.end_s, char_start=w.char_start, char_end=w.char_end)
-        for w in chunk.words
-    ]
-
-
-def _chunk(chunk: EncodedChunk) -> pb.AudioChunk:
-    return pb.AudioChunk(
-        index=chunk.index,
-        offset_s=chunk.offset_s,
-        duration_s=chunk.duration_s,
-        audio=chunk.audio,
-        words=_words(chunk),
-        final=chunk.final,
-    )
-
-
-def _client_message(msg: pb.StreamRequest) -> dx.ClientMessage:
-    kind = msg.WhichOneof("kind")
-    context = msg.context_id or None
-    if kind == "config":
-        try:
-            return dx.Config(_request(msg.config), msg.config.protocol or None, context)
-        except InvalidInput as exc:
-            return dx.Invalid(exc)
-    if kind == "text":
-        return dx.Text(msg.text.text, context)
-    simple: dict[str | None, dx.ClientMessage] = {
-        "flush": dx.Flush(context),
-        "close": dx.Close(context),
-        "cancel": dx.Cancel(context),
-        "ping": dx.Ping(),
-    }
-    return simple.get(kind) or dx.Invalid(InvalidInput("empty StreamRequest"))
-
-
-def _server_event(event: dx.ServerEvent) -> pb.StreamResponse:
-    response = _event_message(event)
-    context = getattr(event, "context_id", None)
-    if context is not None:
-        response.context_id = context
-    return response
-
-
-def _event_message(event: dx.ServerEvent) -> pb.StreamResponse:
-    if isinstance(event, dx.Chunk):
-        return pb.StreamResponse(chunk=_chunk(event.chunk))
-    if isinstance(event, dx.Done):
-        s = event.summary
-        return pb.StreamResponse(
-            done=pb.Done(
-                utterance=event.utterance,
-                audio_s=s.audio_s,
-                chunks=s.chunks,
-                ttfa_ms=s.ttfa_ms or 0.0,
-                rtf=s.rtf or 0.0,
-                cancelled=s.cancelled,
-                stall_s=s.stall_s,
-                stalls=s.stalls,
-            )
-        )
-    if isinstance(event, dx.Ready):
-        return pb.StreamResponse(
-            ready=pb.Ready(session_id=event.session_id, sample_rate=event.sample_rate, format=event.format)
-        )
-    if isinstance(event, dx.Error):
-        return pb.StreamResponse(error=pb.StreamError(code=event.code, message=event.message))
-    return pb.StreamResponse(pong=pb.Pong())
-
-
-def _stall_trailer(summary: UtteranceSummary) -> tuple[tuple[str, str], ...]:
-    """The listener's underrun seconds and count, for unary and server-streaming calls (trailing metadata)."""
-    return (("voxserve-stall-s", f"{summary.stall_s:.3f}"), ("voxserve-stalls", str(summary.stalls)))
 
 
 class VoxServeServicer(pb_grpc.VoxServeServicer):
@@ -258,18 +165,16 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         self, request: pb.SynthesizeRequest, context: grpc.aio.ServicerContext
     ) -> pb.SynthesizeResponse:
         service = self._state.service
-        # one message holds the whole file: a FLAC one with its length in the header, as libsndfile needs
-        whole = replace(_request(request), whole_file=request.format.lower() == "flac")
-        req = service.validate(whole, needs_text=True)
+        req = service.validate(grpc_request(request, one_message=True), needs_text=True)
         async with self._state.admission.slot(service.share(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             parts: list[bytes] = []
             words: list[pb.WordTiming] = []
             async for chunk in utterance.chunks():
                 parts.append(chunk.audio)
-                words.extend(_words(chunk))
+                words.extend(grpc_words(chunk))
         summary = utterance.summary()
-        context.set_trailing_metadata(_stall_trailer(summary))
+        context.set_trailing_metadata(stall_trailer(summary))
         return pb.SynthesizeResponse(
             audio=b"".join(parts),
             format=req.format,
@@ -282,12 +187,12 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         self, request: pb.SynthesizeRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.AudioChunk]:
         service = self._state.service
-        req = service.validate(_request(request), needs_text=True)
+        req = service.validate(grpc_request(request), needs_text=True)
         async with self._state.admission.slot(service.share(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             async for chunk in utterance.chunks():
-                yield _chunk(chunk)
-        context.set_trailing_metadata(_stall_trailer(utterance.summary()))
+                yield grpc_chunk(chunk)
+        context.set_trailing_metadata(stall_trailer(utterance.summary()))
 
     async def StreamingSynthesize(
         self, request_iterator: AsyncIterator[pb.StreamRequest], context: grpc.aio.ServicerContext
@@ -297,18 +202,18 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         if first is None:
             return
         # a stream slot per utterance (context), not per call
-        stream = open_stream(self._state.service, "grpc", _client(context, self._state), _client_message(first))
+        stream = open_stream(self._state.service, "grpc", _client(context, self._state), grpc_client_message(first))
 
         async def read() -> None:
-            await stream.handle(_client_message(first))
+            await stream.handle(grpc_client_message(first))
             async for message in messages:
-                await stream.handle(_client_message(message))
+                await stream.handle(grpc_client_message(message))
             await stream.end_input()
 
         reader = asyncio.create_task(read())
         try:
             async for event in stream.events(watch=reader):
-                yield _server_event(event)
+                yield grpc_event(event)
         finally:
             reader.cancel()
             await stream.aclose()

@@ -2,53 +2,32 @@
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from contextlib import AsyncExitStack
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field
 from starlette.types import Message, Receive, Scope, Send
 
-from voxserve.errors import ClientTooSlow, InvalidInput, VoxError
+from voxserve.errors import InvalidInput, VoxError
+from voxserve.policy import SpeechRequest
 from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
+from voxserve.server.protocol import SpeechBody, audio_bytes, http_request, send_within, sse_events
 from voxserve.server.service import SpeechService
 from voxserve.server.state import ServerState
-from voxserve.server.utterance import EncodedChunk, SpeechRequest, Utterance, word_json
-from voxserve.text.lexicon import parse_entries
-from voxserve.types import WordTiming
+from voxserve.server.utterance import EncodedChunk, Utterance
 
 log = logging.getLogger("voxserve.server")
 # OpenAI voice names map to the server's default voice unless a voice of that name exists.
 OPENAI_VOICES = frozenset(
     {"alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse", "marin", "cedar"}
 )
-OPENAI_PCM_RATE = 24000  # OpenAI's raw pcm is 24 kHz s16le; keep that default for unchanged clients
 # OpenAI's model names speak with the requested (or default) voice; an engine name picks that engine
 OPENAI_MODELS = frozenset({"tts-1", "tts-1-hd", "gpt-4o-mini-tts"})
-
-
-class SpeechBody(BaseModel):
-    model: str = "tts-1"
-    input: str
-    voice: str | None = None
-    response_format: str = "mp3"
-    speed: float = 1.0
-    stream_format: Literal["audio", "sse"] = "audio"
-    instructions: str | None = None  # accepted for compatibility; not used
-    # voxserve extras
-    lang: str | None = None
-    sample_rate: int | None = None
-    timestamps: bool = Field(default=False, description="Word timings in SSE delta events.")
-    lexicon: list[Any] | None = Field(default=None, description="Pronunciation entries (docs/protocol.md).")
-    input_format: str | None = Field(default=None, description="text or ssml (default: ssml if it starts <speak>)")
 
 
 def state_of(request: Request) -> ServerState:
@@ -66,25 +45,24 @@ async def authorize(request: Request) -> Principal:
 
 
 class AudioStreamResponse(StreamingResponse):
-    """Chunked audio that always frees its session and stream slot, even if the client leaves early."""
+    """Chunked audio that always frees its session and stream slot, even if the client leaves early.
+
+    ``held`` holds the stream's admission slot (``admission.slot``, entered by the route): it is
+    closed, giving the slot back, when the response ends however it ends."""
 
     def __init__(
-        self, body: AsyncIterator[bytes], utterance: Utterance, state: ServerState, booked: float, **kwargs: object
+        self, body: AsyncIterator[bytes], utterance: Utterance, state: ServerState, held: AsyncExitStack, **kwargs: Any
     ) -> None:
-        super().__init__(body, **kwargs)  # type: ignore[arg-type]
+        super().__init__(body, **kwargs)
         self._utterance = utterance
         self._state = state
-        self._booked = booked  # the stream's share of the machine, given back when the response ends
+        self._held = held
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        stall = self._state.settings.client_stall_s
+        stall_s = self._state.settings.client_stall_s
 
         async def send_or_give_up(message: Message) -> None:
-            # a client that stops reading blocks the send once the socket's buffers are full
-            try:
-                await asyncio.wait_for(send(message), stall)
-            except asyncio.TimeoutError:
-                raise ClientTooSlow(f"the client took no audio for {stall:g} s") from None
+            await send_within(send(message), stall_s)
 
         try:
             await super().__call__(scope, receive, send_or_give_up)
@@ -94,7 +72,7 @@ class AudioStreamResponse(StreamingResponse):
             if not self._utterance.finished:
                 self._utterance.cancel()
             self._state.service.forget(self._utterance)
-            self._state.admission.release(self._booked)
+            await self._held.aclose()
 
 
 router = APIRouter()
@@ -104,47 +82,26 @@ router = APIRouter()
 async def speech(body: SpeechBody, request: Request, principal: Principal = Depends(authorize)) -> Response:
     state = state_of(request)
     service = state.service
-    voice = _voice_for_model(service, body.model, body.voice)
-    if body.timestamps and body.stream_format != "sse":
-        raise InvalidInput('word timestamps come in SSE events: add "stream_format": "sse"')
-    rate = body.sample_rate
-    if rate is None and body.response_format.lower() == "pcm":
-        rate = OPENAI_PCM_RATE
-    req = service.validate(
-        SpeechRequest(
-            voice=voice,
-            text=body.input,
-            lang=body.lang,
-            speed=body.speed,
-            format=body.response_format,
-            sample_rate=rate,
-            word_timings=body.timestamps,
-            lexicon=parse_entries(body.lexicon),
-            input_format=body.input_format,
-            # a streamed FLAC header can't hold the length, and libsndfile (soundfile) refuses such files:
-            # FLAC comes whole, once made (faster than real time: the text is all there), also in SSE
-            whole_file=body.response_format.lower() == "flac",
-        ),
-        needs_text=True,
-    )
-    booked = await state.admission.acquire(service.share(req))
-    with contextlib.ExitStack() as undo:
-        undo.callback(state.admission.release, booked)
+    req = service.validate(http_request(body, _voice_for_model(service, body.model, body.voice)), needs_text=True)
+    async with AsyncExitStack() as undo:
+        held = AsyncExitStack()
+        await held.enter_async_context(state.admission.slot(service.share(req)))
+        undo.push_async_callback(held.aclose)
         utterance = service.speak(req, "http", client_ip(request))
         undo.callback(utterance.cancel)
         # Wait for the first chunk before answering: what fails before any audio (text with nothing to
         # speak, a speed the engine refuses) then gets its own status code instead of a cut-off 200.
         chunks = utterance.chunks()
         first = await anext(chunks, None)
-        undo.pop_all()
+        undo.pop_all()  # the response holds the slot and the utterance from here on
     headers = {"X-Sample-Rate": str(utterance.sample_rate), "X-Voice": utterance.voice.id, "Cache-Control": "no-store"}
     stream = _prepend(first, chunks)
     if body.stream_format == "sse":
         return AudioStreamResponse(
-            _sse(utterance, stream), utterance, state, booked, media_type="text/event-stream", headers=headers
+            sse_events(utterance, stream), utterance, state, held, media_type="text/event-stream", headers=headers
         )
     return AudioStreamResponse(
-        _audio(stream), utterance, state, booked, media_type=utterance.content_type, headers=headers
+        audio_bytes(stream), utterance, state, held, media_type=utterance.content_type, headers=headers
     )
 
 
@@ -172,43 +129,6 @@ async def _prepend(first: EncodedChunk | None, rest: AsyncIterator[EncodedChunk]
     yield first
     async for chunk in rest:
         yield chunk
-
-
-async def _audio(chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
-    async for chunk in chunks:
-        if chunk.audio:
-            yield chunk.audio
-
-
-async def _sse(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) -> AsyncIterator[bytes]:
-    """One ``speech.audio.delta`` per chunk with audio; the last has ``final: true``. A chunk without
-    bytes (a whole-file FLAC is all in the last one) sends nothing: its words go with the next delta."""
-    words: list[WordTiming] = []
-    async for chunk in chunks:
-        words.extend(chunk.words)
-        if not chunk.audio and not chunk.final:
-            continue
-        event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk.audio).decode()}
-        if utterance.request.word_timings:
-            event["words"] = [word_json(w) for w in words]
-        event["final"] = chunk.final
-        words = []
-        yield _sse_line(event)
-    summary = utterance.summary()
-    chars = len(utterance.request.text)
-    yield _sse_line(
-        {
-            "type": "speech.audio.done",
-            "usage": {"input_tokens": chars, "output_tokens": 0, "total_tokens": chars},
-            "audio_s": round(summary.audio_s, 3),
-            "ttfa_ms": summary.ttfa_ms,
-            "stall_s": round(summary.stall_s, 3),
-        }
-    )
-
-
-def _sse_line(event: dict[str, object]) -> bytes:
-    return b"data: " + json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
 
 
 @router.get("/v1/voices")

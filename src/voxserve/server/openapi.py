@@ -15,9 +15,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from voxserve.audio.encode import content_type, supported_formats
-from voxserve.engines.kokoro import MAX_SPEED, MIN_SPEED
+from voxserve.limits import MAX_OUTPUT_RATE, MAX_SPEED, MIN_OUTPUT_RATE, MIN_SPEED
 from voxserve.settings import Settings
-from voxserve.types import MAX_OUTPUT_RATE, MIN_OUTPUT_RATE
 
 _ERROR_SCHEMA = {
     "type": "object",

@@ -23,13 +23,21 @@ log = logging.getLogger("voxserve.server")
 
 @dataclass
 class ServerState:
+    """The one holder of what a server instance shares: every transport, the service and the utterances
+    reach the settings, runtime, metrics, phases, admission, rate limits and credentials through it."""
+
     settings: Settings
     runtime: RuntimeLike
     metrics: Metrics
     lifecycle: Lifecycle
     admission: Admission
-    service: SpeechService
+    limiter: RateLimiter
+    authenticator: Authenticator
     drain_hooks: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    service: SpeechService = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.service = SpeechService(self)
 
     @classmethod
     def build(cls, settings: Settings, runtime: RuntimeLike | None = None) -> ServerState:
@@ -47,16 +55,8 @@ class ServerState:
             on_change=metrics.on_admission,
             max_load=settings.max_load,
         )
-        service = SpeechService(
-            settings,
-            runtime,
-            lifecycle,
-            metrics,
-            admission,
-            RateLimiter(settings.rate_limit_per_minute),
-            Authenticator(settings),
-        )
-        return cls(settings, runtime, metrics, lifecycle, admission, service)
+        limiter = RateLimiter(settings.rate_limit_per_minute)
+        return cls(settings, runtime, metrics, lifecycle, admission, limiter, Authenticator(settings))
 
     async def drain(self) -> None:
         """Stop taking work (readyz → 503), let streams finish within the grace period, cancel the rest."""

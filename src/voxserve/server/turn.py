@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from voxserve.errors import InputTooLarge
-from voxserve.server.utterance import SpeechRequest, Utterance, UtteranceSummary
+from voxserve.limits import check_input_length
+from voxserve.policy import SpeechRequest
+from voxserve.server.utterance import Utterance, UtteranceSummary
 
 
 class Turn:
@@ -38,8 +39,7 @@ class Turn:
             self.utterance.push_text(text)
             return
         self._chars += len(text)
-        if self._chars > self._max_chars:
-            raise InputTooLarge(f"utterance longer than {self._max_chars} characters")
+        check_input_length(self._chars, self._max_chars)  # held text is bounded before a session exists
         self._held.append(text)
         self._changed.set()
 

@@ -1,7 +1,7 @@
 """One utterance on its way out: the options every transport expresses, and the encoded chunks back.
 
-:class:`SpeechRequest` is what HTTP, WebSocket and gRPC handlers make of their wire format;
-:class:`Utterance` turns a synthesis session into :class:`EncodedChunk` values (resampled, encoded,
+:class:`~voxserve.policy.SpeechRequest` is what HTTP, WebSocket and gRPC handlers make of their wire
+format; :class:`Utterance` turns a synthesis session into :class:`EncodedChunk` values (resampled, encoded,
 followed by the listener's playback clock) and, when it ends, writes its metrics, access-log line and
 audit line. :class:`voxserve.server.service.SpeechService` creates them.
 """
@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from voxserve.audio import Encoder, StreamingResampler, make_encoder
-from voxserve.errors import EngineFailure, InputTooLarge, VoxError
+from voxserve.errors import EngineFailure, VoxError
+from voxserve.policy import SpeechRequest
 from voxserve.server import audit
 from voxserve.server.runtime_api import SessionLike
 from voxserve.stream.playback import PlaybackClock
-from voxserve.types import LexiconEntry, VoiceInfo, WordTiming
+from voxserve.types import VoiceInfo, WordTiming
 
 if TYPE_CHECKING:
     from voxserve.server.service import SpeechService
@@ -36,22 +37,6 @@ caller: ContextVar[str] = ContextVar("voxserve_caller", default="")
 
 
 @dataclass(frozen=True)
-class SpeechRequest:
-    """One utterance's options, as every transport expresses them."""
-
-    voice: str | None = None
-    text: str = ""
-    lang: str | None = None
-    speed: float = 1.0
-    format: str = "pcm"
-    sample_rate: int | None = None
-    word_timings: bool = False
-    whole_file: bool = False  # a compressed format sent as one complete file at the end (HTTP FLAC)
-    lexicon: tuple[LexiconEntry, ...] = ()  # the caller's pronunciation entries (text/lexicon.py)
-    input_format: str | None = None  # "text" or "ssml"; None: SSML when the text starts with <speak>
-
-
-@dataclass(frozen=True)
 class EncodedChunk:
     index: int
     offset_s: float
@@ -59,15 +44,6 @@ class EncodedChunk:
     audio: bytes
     words: tuple[WordTiming, ...]
     final: bool
-
-
-def word_json(word: WordTiming) -> dict[str, object]:
-    """A word timing as JSON events carry it (WebSocket chunks, SSE deltas); the characters it was read
-    from when known."""
-    body: dict[str, object] = {"word": word.word, "start_s": word.start_s, "end_s": word.end_s}
-    if word.char_start is not None:
-        body["char_start"], body["char_end"] = word.char_start, word.char_end
-    return body
 
 
 @dataclass(frozen=True)
@@ -119,9 +95,7 @@ class Utterance:
     def push_text(self, text: str) -> None:
         if self._t0 is None:
             self._t0 = time.monotonic()
-        self._chars += len(text)
-        if self._chars > self._service.settings.max_input_chars:
-            raise InputTooLarge(f"utterance longer than {self._service.settings.max_input_chars} characters")
+        self._chars += len(text)  # the session refuses text past max_input_chars (voxserve.limits)
         if self._service.settings.log_text:
             self._texts.append(text)
         self._session.push_text(text)
@@ -213,8 +187,8 @@ class Utterance:
         label = "blend" if self.voice.name == "blend" else self.voice.id  # keeps metric labels bounded
         stall_s = self._playback.stall_s
         if status == "ok" and self._audio_s > 0:  # a stream that played to its end teaches admission
-            self._service.admission.observe(self._service.share(self.request), self._playback.stalled)
-        self._service.metrics.observe_stream(
+            self._service.state.admission.observe(self._service.share(self.request), self._playback.stalled)
+        self._service.state.metrics.observe_stream(
             self.voice.engine, label, self._transport, self._ttfa, stats.audio_s, stats.compute_s, stall_s
         )
         line: dict[str, object] = {

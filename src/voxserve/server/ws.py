@@ -1,7 +1,8 @@
 """WebSocket transport ``/v1/tts/stream``: JSON control frames in, JSON events + binary audio out.
 
 Credentials: ``Authorization: Bearer`` header, ``?api_key=``/``?token=`` query, or the ``api_key``
-field of the first (config) message. The protocol itself lives in :mod:`voxserve.server.duplex`.
+field of the first (config) message. The protocol itself lives in :mod:`voxserve.server.duplex`, its
+JSON form in :mod:`voxserve.server.protocol`.
 """
 
 from __future__ import annotations
@@ -18,136 +19,13 @@ from voxserve.errors import IdleTimeout, InputTooLarge, InvalidInput, Unauthoriz
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.contexts import ContextStream, open_stream
+from voxserve.server.protocol import event_json, parse_message
 from voxserve.server.state import ServerState
-from voxserve.server.utterance import SpeechRequest, word_json
 from voxserve.settings import Settings
-from voxserve.text.lexicon import parse_entries
 
 log = logging.getLogger("voxserve.server")
 ws_router = APIRouter()
 Stream = dx.DuplexStream | ContextStream
-
-
-def parse_message(raw: str) -> dx.ClientMessage:
-    """One client text frame → a protocol message (unparsable frames become :class:`duplex.Invalid`)."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
-        return dx.Invalid(InvalidInput("message is not valid JSON"))
-    if not isinstance(data, dict):
-        return dx.Invalid(InvalidInput("message must be a JSON object"))
-    kind = data.get("type")
-    if not isinstance(kind, str):
-        return dx.Invalid(
-            InvalidInput("message needs a string field 'type' (config, text, flush, close, cancel, ping)")
-        )
-    context = data.get("context_id")
-    if context is not None and (not isinstance(context, str) or not context or len(context) > 128):
-        return dx.Invalid(InvalidInput("'context_id' must be a non-empty string of at most 128 characters"))
-    if kind == "text":
-        text = data.get("text")
-        if not isinstance(text, str):
-            return dx.Invalid(InvalidInput("'text' message needs a string field 'text'"))
-        return dx.Text(text, context)
-    if kind == "config":
-        try:
-            protocol = _opt_int(data, "protocol")
-            request = SpeechRequest(
-                voice=_opt_str(data, "voice"),
-                lang=_opt_str(data, "lang"),
-                speed=float(data.get("speed", 1.0)),
-                format=str(data.get("format", "pcm")),
-                sample_rate=_opt_int(data, "sample_rate"),
-                word_timings=_opt_bool(data, "word_timings"),
-                lexicon=parse_entries(data.get("lexicon")),
-            )
-        except InvalidInput as exc:
-            return dx.Invalid(exc)
-        except (TypeError, ValueError) as exc:
-            return dx.Invalid(InvalidInput(f"bad config field: {exc}"))
-        return dx.Config(request, protocol, context)
-    simple: dict[str, dx.ClientMessage] = {
-        "flush": dx.Flush(context),
-        "close": dx.Close(context),
-        "cancel": dx.Cancel(context),
-        "ping": dx.Ping(),
-    }
-    if kind in simple:
-        return simple[kind]
-    return dx.Invalid(InvalidInput(f"unknown message type {kind!r}"))
-
-
-def _opt_str(data: dict[str, object], key: str) -> str | None:
-    value = data.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise TypeError(f"{key} must be a string")
-
-
-def _opt_bool(data: dict[str, object], key: str) -> bool:
-    value = data.get(key, False)
-    if isinstance(value, bool):
-        return value
-    raise TypeError(f"{key} must be true or false")
-
-
-def _opt_int(data: dict[str, object], key: str) -> int | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise TypeError(f"{key} must be an integer")
-
-
-def event_json(event: dx.ServerEvent) -> dict[str, object]:
-    body = _event_body(event)
-    context = getattr(event, "context_id", None)
-    if context is not None:
-        body["context_id"] = context
-    return body
-
-
-def _event_body(event: dx.ServerEvent) -> dict[str, object]:
-    if isinstance(event, dx.Chunk):
-        c = event.chunk
-        return {
-            "type": "chunk",
-            "index": c.index,
-            "offset_s": round(c.offset_s, 4),
-            "duration_s": round(c.duration_s, 4),
-            "bytes": len(c.audio),
-            "words": [word_json(w) for w in c.words],
-            "final": c.final,
-        }
-    if isinstance(event, dx.Done):
-        s = event.summary
-        return {
-            "type": "done",
-            "utterance": event.utterance,
-            "audio_s": round(s.audio_s, 4),
-            "chunks": s.chunks,
-            "ttfa_ms": None if s.ttfa_ms is None else round(s.ttfa_ms, 1),
-            "rtf": None if s.rtf is None else round(s.rtf, 4),
-            "cancelled": s.cancelled,
-            "stall_s": round(s.stall_s, 3),
-            "stalls": s.stalls,
-        }
-    if isinstance(event, dx.Ready):
-        return {
-            "type": "ready",
-            "session_id": event.session_id,
-            "sample_rate": event.sample_rate,
-            "format": event.format,
-        }
-    if isinstance(event, dx.Error):
-        error: dict[str, object] = {"type": "error", "code": event.code, "message": event.message}
-        if event.retry_after_s is not None:
-            error["retry_after_s"] = event.retry_after_s
-        return error
-    return {"type": "pong"}
 
 
 @ws_router.websocket("/v1/tts/stream")
@@ -189,7 +67,7 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     query = websocket.query_params
     token = bearer_token(websocket.headers.get("authorization")) or query.get("api_key") or query.get("token")
     first: dx.ClientMessage | None = None
-    if service.authenticator.enabled and not token:
+    if state.authenticator.enabled and not token:
         try:
             raw, first = await _first_message(websocket, settings)
         except IdleTimeout:

@@ -22,7 +22,8 @@ from voxserve.audio.loudness import LoudnessNormalizer
 from voxserve.engines.base import Engine
 from voxserve.engines.onnx import RunControl
 from voxserve.engines.preemption import work_timer
-from voxserve.errors import Cancelled, InputTooLarge, InvalidInput
+from voxserve.errors import Cancelled, InvalidInput
+from voxserve.limits import check_input_length
 from voxserve.stream.alignment import SourceAligner
 from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
@@ -98,10 +99,7 @@ class SynthesisSession:
         if not text:
             return
         self._chars += len(text)
-        if self._chars > self._config.max_input_chars:
-            raise InputTooLarge(
-                f"input is longer than {self._config.max_input_chars} characters; split it into several requests"
-            )
+        check_input_length(self._chars, self._config.max_input_chars)
         if self._t_text is None:
             self._t_text = time.monotonic()
         self._source.push(text)

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
-from voxserve.errors import InputTooLarge, InvalidInput, UnsupportedLanguage
+from voxserve.errors import InvalidInput, UnsupportedLanguage
+from voxserve.limits import check_input_length
 from voxserve.settings import Settings
 from voxserve.text.clean import check_numbers, clean_text, is_speakable, strip_controls
 from voxserve.text.languages import Alphabet, normalize_lang, supported_langs
@@ -114,8 +115,7 @@ class Frontend:
         raw = strip_controls(phonemes)
         if not raw.strip():
             raise InvalidInput("input phonemes are empty")
-        if len(raw) > self.max_input_chars:
-            raise InputTooLarge(f"input is {len(raw)} characters; the limit is {self.max_input_chars}")
+        check_input_length(len(raw), self.max_input_chars)
         checked = check_phonemes(raw, alphabet)
         segments: list[PhonemeSegment] = []
         for words, boundary in sentence_words(checked):
@@ -138,8 +138,7 @@ class Frontend:
         return canonical, alphabet
 
     def _clean(self, text: str, lang: str) -> str:
-        if len(text) > self.max_input_chars:
-            raise InputTooLarge(f"input is {len(text)} characters; the limit is {self.max_input_chars}")
+        check_input_length(len(text), self.max_input_chars)
         if not strip_controls(text).strip():
             raise InvalidInput("input text is empty")
         cleaned = clean_text(text)
