@@ -5,6 +5,7 @@ int8 front (text encoder, durations, F0), so each variant's audio lines up with 
 for sample in time and only the decoder's arithmetic differs. Each variant is scored twice, PESQ-WB
 and STOI: decoded *whole* (one call) and *streamed* (the server's windows of the same front).
 
+Streams of every variant start from the int8 model's learned decoder statistics (see :func:`compare`).
 A variant that cannot run on this machine's providers (float16 convolutions have no CPU kernel in
 some ONNX Runtime builds) is reported with the error instead of scores.
 """
@@ -61,11 +62,7 @@ def parse(names: str) -> tuple[str, ...]:
 def _runtime(settings: Settings, precision: str) -> Runtime:
     variant = settings.model_copy(update={"engines": ["kokoro"], "precision": precision})
     runtime = Runtime(variant, Tuning(decode_mode="windowed"))
-    runtime.load(warm=False)
-    # the decoder statistics a server learns at its first start with this precision (saved beside the
-    # split graphs, so only the first evaluation of a precision pays for it): without them a stream's
-    # first windows start from their own statistics and the comparison would not be the server's
-    runtime.learn_voices(learn=True)
+    runtime.load(warm=False)  # loads the decoder statistics an earlier start learned, learns none
     return runtime
 
 
@@ -91,6 +88,11 @@ def compare(
     rows = []
     try:
         reference = KokoroWindows(reference_runtime)
+        # Every variant streams from the same learned decoder statistics: the int8 model's, as saved by
+        # a server start (they describe the same network; a server at another precision learns its own
+        # at its first start, minutes of work per precision that a comparison of the arithmetic skips).
+        book, model = reference.streamer.voice_stats, reference.streamer.stats_model
+        learned = book.snapshot() if book is not None else None
         references = [np.asarray(reference.streamer.decode(reference.front(t, voice, lang))) for t in texts]
         for variant in variants:
             runtime = reference_runtime
@@ -102,6 +104,8 @@ def compare(
                 continue
             try:
                 windows = KokoroWindows(runtime)
+                windows.streamer.voice_stats = learned.snapshot() if learned is not None else None
+                windows.streamer.stats_model = model
                 providers = ",".join(p.removesuffix("ExecutionProvider") for p in resolve_providers(settings.providers))
                 whole, streamed = [], []
                 for k, (text, ref) in enumerate(zip(texts, references, strict=True), 1):
