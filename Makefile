@@ -7,7 +7,10 @@ STAMP := $(VENV)/.installed
 PLUGINS := .venv-plugins
 PLUGINS_STAMP := $(PLUGINS)/.installed
 
-.PHONY: install models serve test lint bench clean system-deps plugins-venv check
+PEERS := .venv-peers
+PEERS_STAMP := $(PEERS)/.installed
+
+.PHONY: install models serve test lint bench clean system-deps plugins-venv peers-venv check
 
 $(STAMP): pyproject.toml setup.py src/voxserve/server/protos/voxserve.proto
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +33,16 @@ $(PLUGINS_STAMP): pyproject.toml $(STAMP)
 
 plugins-venv: $(PLUGINS_STAMP)
 
+# The peer libraries of `voxserve eval --compare` (kokoro-onnx, piper-tts) in a venv of their own, from
+# PyPI (bench/peers-requirements.txt says why); the eval starts them as subprocesses.
+$(PEERS_STAMP): bench/peers-requirements.txt
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/pip install -q --upgrade pip
+	$(PEERS)/bin/pip install -q -r bench/peers-requirements.txt
+	touch $(PEERS_STAMP)
+
+peers-venv: $(PEERS_STAMP)
+
 # Debian packages the end-to-end tests need (Chromium for the playground test, nginx for the
 # load-balancing test, promtool for the alert rules).
 system-deps:
@@ -46,7 +59,7 @@ lint: install
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy src/voxserve tests
 
-test: models system-deps lint plugins-venv
+test: models system-deps lint plugins-venv peers-venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 # The inner loop: lint, types and the unit tier (no real models, servers of real models, Whisper or browser).
@@ -58,4 +71,4 @@ bench: models
 	$(BIN)/python -m bench.fidelity
 
 clean:
-	rm -rf $(VENV) $(PLUGINS) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(PLUGINS) $(PEERS) build *.egg-info src/*.egg-info

@@ -71,6 +71,16 @@ def voiced_spans(samples: np.ndarray, sample_rate: int, min_gap_s: float = 0.08)
     return spans
 
 
+def trim_silence(samples: np.ndarray, sample_rate: int, margin_s: float = 0.02) -> np.ndarray:
+    """``samples`` from ``margin_s`` before the first voiced stretch to as much after the last one: for
+    comparing runtimes that keep different amounts of leading and trailing silence."""
+    spans = voiced_spans(samples, sample_rate)
+    if not spans:
+        return samples
+    margin = int(margin_s * sample_rate)
+    return samples[max(0, spans[0][0] - margin) : spans[-1][1] + margin]
+
+
 def align(
     reference: np.ndarray, test: np.ndarray, sample_rate: int, max_lag_s: float = 0.05
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -29,11 +29,12 @@ class KokoroWindows:
         self.windows = runtime.window_config()
         self.frame_s = HOP / SAMPLE_RATE
 
-    def _phonemes(self, text: str, lang: str) -> str:
+    def phonemes(self, text: str, lang: str) -> str:
+        """The phonemes the server's front end gives Kokoro for ``text`` (its segments, space-joined)."""
         return " ".join(s.phonemes for s in self.runtime.frontend.phonemize(text, lang))
 
     def front(self, text: str, voice: str, lang: str = "en-us") -> KokoroFront:
-        ids = np.array([KOKORO_VOCAB[c] for c in self._phonemes(text, lang)], dtype=np.int64)
+        ids = np.array([KOKORO_VOCAB[c] for c in self.phonemes(text, lang)], dtype=np.int64)
         return self.streamer.front(
             ids,
             self.engine.style_tables.style(voice, len(ids)),
@@ -45,5 +46,5 @@ class KokoroWindows:
         """The sentence's front decoded in one call, and the engine's own stream of it with the
         first-segment plan (the server's path; its front is the same, computed from the same input)."""
         whole = np.asarray(self.streamer.decode(self.front(text, voice, lang)))
-        pieces = self.engine.stream(self._phonemes(text, lang), voice, first_window_s=self.windows.first_s)
+        pieces = self.engine.stream(self.phonemes(text, lang), voice, first_window_s=self.windows.first_s)
         return whole, np.concatenate([piece.samples for piece in pieces])

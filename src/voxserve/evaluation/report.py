@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from voxserve.evaluation.run import SentenceResult, VoiceSummary
+from voxserve.evaluation.precisions import PrecisionRow
+from voxserve.evaluation.run import PeerResult, PeerSummary, SentenceResult, VoiceSummary
+
+
+@dataclass(frozen=True)
+class Extra:
+    """The optional parts of a report: peers (``--compare``) and precision variants (``--precisions``)."""
+
+    peers: list[PeerSummary] = field(default_factory=list)
+    peer_sentences: list[PeerResult] = field(default_factory=list)
+    precisions: list[PrecisionRow] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -59,7 +70,68 @@ def plots(summaries: list[VoiceSummary], results: list[SentenceResult], folder: 
     return written
 
 
-def markdown(summaries: list[VoiceSummary], results: list[SentenceResult], command: str, images: list[Path]) -> str:
+def _peer_lines(summaries: list[VoiceSummary], extra: Extra) -> list[str]:
+    named = ", ".join(f"{name} {version}" for name, version in extra.versions.items())
+    lines = [
+        "## Peers",
+        "",
+        f"The same sentences through peer libraries ({named}), with the same model files and voices, scored "
+        "by the same Whisper and DNSMOS. kokoro-onnx phonemizes with espeak-ng; piper-tts is the reference "
+        "Piper runtime (run from its own venv as a subprocess). *voxserve vs kokoro-onnx, same phonemes*: "
+        "voxserve's windowed stream against kokoro-onnx's one-call synthesis of voxserve's phonemes, the "
+        "common reference the two share. Piper has none: both runtimes draw random noise for durations and "
+        "the latent, so no two syntheses line up.",
+        "",
+        "| language | system | voice | n | WER/CER | DNSMOS ovrl | voxserve vs kokoro-onnx, same phonemes: "
+        "PESQ-WB median (min) | STOI median (min) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for language in dict.fromkeys(s.language for s in summaries):
+        for s in (s for s in summaries if s.language == language):
+            lines.append(
+                f"| {language} | voxserve ({s.engine}, streamed) | {s.voice} | {s.sentences} | "
+                f"{s.metric} {s.error_rate:.3f} | {_f(s.dnsmos_ovrl)} | | |"
+            )
+        for p in (p for p in extra.peers if p.language == language):
+            lines.append(
+                f"| {language} | {p.peer} | {p.voice} | {p.sentences} | {p.metric} {p.error_rate:.3f} | "
+                f"{_f(p.dnsmos_ovrl)} | {_f(p.voxserve_pesq_median)} ({_f(p.voxserve_pesq_min)}) | "
+                f"{_f(p.voxserve_stoi_median, 3)} ({_f(p.voxserve_stoi_min, 3)}) |"
+            )
+    return [*lines, ""]
+
+
+def _precision_lines(rows: list[PrecisionRow]) -> list[str]:
+    lines = [
+        "## Precision variants (`VOXSERVE_PRECISION`)",
+        "",
+        "Kokoro's decoder at each precision against the shipped int8 graph decoding the same sentence in one "
+        "call (every variant shares the int8 front, so durations are identical): decoded *whole*, and "
+        "*streamed* in the server's windows. English sentences, voice af_heart.",
+        "",
+        "| precision | providers | n | whole: PESQ-WB median (min) | STOI median (min) | streamed: PESQ-WB "
+        "median (min) | STOI median (min) | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        note = ("not available: " + r.error.replace("|", "/").replace("\n", " ")) if r.error else ""
+        lines.append(
+            f"| {r.precision} | {r.providers or '-'} | {r.sentences} | {_f(r.whole_pesq_median)} "
+            f"({_f(r.whole_pesq_min)}) | {_f(r.whole_stoi_median, 3)} ({_f(r.whole_stoi_min, 3)}) | "
+            f"{_f(r.streamed_pesq_median)} ({_f(r.streamed_pesq_min)}) | {_f(r.streamed_stoi_median, 3)} "
+            f"({_f(r.streamed_stoi_min, 3)}) | {note} |"
+        )
+    return [*lines, ""]
+
+
+def markdown(
+    summaries: list[VoiceSummary],
+    results: list[SentenceResult],
+    command: str,
+    images: list[Path],
+    extra: Extra | None = None,
+) -> str:
+    extra = extra or Extra()
     lines = [
         "# voxserve evaluation",
         "",
@@ -89,13 +161,33 @@ def markdown(summaries: list[VoiceSummary], results: list[SentenceResult], comma
             f"{_f(s.dnsmos_ovrl)} | {s.joins} | {s.clicks} | {_f(s.seam_median_ratio)} | "
             f"{_f(s.baseline_median_ratio)} |"
         )
-    lines += ["", *(f"![{p.stem}]({p.name})" for p in images), "", "## Sentences", ""]
-    lines += ["| voice | text | heard | error | PESQ | STOI |", "|---|---|---|---|---|---|"]
+    lines += ["", *(f"![{p.stem}]({p.name})" for p in images), ""]
+    if extra.peers:
+        lines += _peer_lines(summaries, extra)
+    if extra.precisions:
+        lines += _precision_lines(extra.precisions)
+    lines += ["## Sentences", ""]
+    lines += ["| system | voice | text | heard | error | PESQ | STOI |", "|---|---|---|---|---|---|---|"]
     for r in results:
         heard = r.heard.replace("|", "/")
-        lines.append(f"| {r.voice} | {r.text} | {heard} | {r.error_rate:.2f} | {_f(r.pesq_wb)} | {_f(r.stoi, 3)} |")
+        lines.append(
+            f"| voxserve | {r.voice} | {r.text} | {heard} | {r.error_rate:.2f} | {_f(r.pesq_wb)} | {_f(r.stoi, 3)} |"
+        )
+    for p in extra.peer_sentences:
+        heard = p.heard.replace("|", "/")
+        lines.append(f"| {p.peer} | {p.voice} | {p.text} | {heard} | {p.error_rate:.2f} | - | - |")
     return "\n".join(lines) + "\n"
 
 
-def as_json(summaries: list[VoiceSummary], results: list[SentenceResult]) -> dict[str, object]:
-    return {"voices": [asdict(s) for s in summaries], "sentences": [asdict(r) for r in results]}
+def as_json(
+    summaries: list[VoiceSummary], results: list[SentenceResult], extra: Extra | None = None
+) -> dict[str, object]:
+    extra = extra or Extra()
+    return {
+        "voices": [asdict(s) for s in summaries],
+        "sentences": [asdict(r) for r in results],
+        "peers": [asdict(p) for p in extra.peers],
+        "peer_sentences": [asdict(p) for p in extra.peer_sentences],
+        "precisions": [asdict(r) for r in extra.precisions],
+        "peer_versions": extra.versions,
+    }

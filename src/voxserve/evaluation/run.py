@@ -5,13 +5,15 @@ from __future__ import annotations
 import statistics
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from voxserve.benchmark import corpus
 from voxserve.evaluation import asr
-from voxserve.evaluation.fidelity import SeamStats, dnsmos, pesq_stoi, seams
+from voxserve.evaluation import peers as peer_libs
+from voxserve.evaluation.fidelity import SeamStats, dnsmos, pesq_stoi, seams, trim_silence
 from voxserve.evaluation.synth import Synthesis, Synthesizer
 from voxserve.text.languages import KOKORO_PREFIX_LANG
 
@@ -66,6 +68,64 @@ class VoiceSummary:
     baseline_median_ratio: float | None
 
 
+@dataclass(frozen=True)
+class PeerResult:
+    """One sentence through a peer library."""
+
+    language: str
+    peer: str
+    voice: str
+    text: str
+    heard: str
+    error_rate: float
+    audio_s: float
+    # kokoro-onnx only: voxserve's windowed stream of the same phonemes scored against the peer's
+    # output for them (the library's one-call synthesis is the common reference)
+    voxserve_pesq_wb: float | None = None
+    voxserve_stoi: float | None = None
+
+
+@dataclass(frozen=True)
+class PeerSummary:
+    language: str
+    peer: str
+    voice: str
+    metric: str
+    sentences: int
+    error_rate: float
+    dnsmos_ovrl: float | None
+    voxserve_pesq_median: float | None
+    voxserve_pesq_min: float | None
+    voxserve_stoi_median: float | None
+    voxserve_stoi_min: float | None
+
+
+def summarize_peers(results: list[PeerResult], naturalness: dict[str, dict[str, float]]) -> list[PeerSummary]:
+    """Per (language, peer); ``naturalness`` is keyed ``"<peer> <voice>"``."""
+    rows = []
+    for key in dict.fromkeys((r.language, r.peer, r.voice) for r in results):
+        mine = [r for r in results if (r.language, r.peer, r.voice) == key]
+        pesqs = [r.voxserve_pesq_wb for r in mine if r.voxserve_pesq_wb is not None]
+        stois = [r.voxserve_stoi for r in mine if r.voxserve_stoi is not None]
+        scores = naturalness.get(f"{key[1]} {key[2]}")
+        rows.append(
+            PeerSummary(
+                language=key[0],
+                peer=key[1],
+                voice=key[2],
+                metric="WER" if key[0] == "en" else "CER",
+                sentences=len(mine),
+                error_rate=statistics.mean(r.error_rate for r in mine),
+                dnsmos_ovrl=scores["ovrl_mos"] if scores else None,
+                voxserve_pesq_median=statistics.median(pesqs) if pesqs else None,
+                voxserve_pesq_min=min(pesqs) if pesqs else None,
+                voxserve_stoi_median=statistics.median(stois) if stois else None,
+                voxserve_stoi_min=min(stois) if stois else None,
+            )
+        )
+    return rows
+
+
 def summarize(results: list[SentenceResult], naturalness: dict[str, dict[str, float]]) -> list[VoiceSummary]:
     """Per voice; ``naturalness`` holds each voice's DNSMOS scores (absent when not measured)."""
     rows = []
@@ -109,7 +169,12 @@ class Evaluation:
     naturalness: bool = True
     quiet: bool = False
     naturalness_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    peers: tuple[str, ...] = ()
+    peers_python: Path = peer_libs.DEFAULT_PEERS_PYTHON
+    peer_results: list[PeerResult] = field(default_factory=list)
+    peer_naturalness: dict[str, dict[str, float]] = field(default_factory=dict)
     _whisper: dict[str, Any] = field(default_factory=dict)
+    _windowed: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (voice, text) → stream
 
     def _asr(self, language: str) -> Any:
         name = "tiny.en" if language == "en" else "base"
@@ -122,8 +187,7 @@ class Evaluation:
         streamed = self.synthesizer.speak(text, voice)
         whole = self.synthesizer.speak(text, voice, whole=True)
         rate = streamed.sample_rate
-        heard = asr.transcribe(self._asr(language), streamed.samples, rate, language)
-        error = asr.wer(text, heard) if language == "en" else asr.cer(text, heard, language)
+        heard, error = self._hear(language, text, streamed.samples, rate)
         scores: tuple[float | None, float | None] = (None, None)
         if len(streamed.samples) and len(whole.samples):
             scores = pesq_stoi(whole.samples, streamed.samples, rate)
@@ -131,6 +195,8 @@ class Evaluation:
         if engine == "kokoro":
             reference, test = self.synthesizer.kokoro_windows(text, voice, KOKORO_PREFIX_LANG[voice[0]])
             windowed = pesq_stoi(reference, test, rate)
+            if "kokoro-onnx" in self.peers:
+                self._windowed[(voice, text)] = test
         result = SentenceResult(
             language=language,
             voice=voice,
@@ -148,6 +214,11 @@ class Evaluation:
         )
         return result, streamed
 
+    def _hear(self, language: str, text: str, samples: np.ndarray, rate: int) -> tuple[str, float]:
+        """What Whisper hears, and its WER (English) or CER against ``text``."""
+        heard = asr.transcribe(self._asr(language), samples, rate, language)
+        return heard, asr.wer(text, heard) if language == "en" else asr.cer(text, heard, language)
+
     def language(self, language: str, voices: tuple[str, ...], count: int) -> list[SentenceResult]:
         set_name, _ = DEFAULT_VOICES[language]
         texts = corpus.load(set_name)[:count]
@@ -162,16 +233,53 @@ class Evaluation:
                 results.append(result)
                 clips.append(streamed)
             if self.naturalness and clips:
-                self.naturalness_scores[voice] = _naturalness(clips)
+                self.naturalness_scores[voice] = _naturalness([(c.samples, c.sample_rate) for c in clips])
             if not self.quiet:
                 print(file=sys.stderr)
+        for peer in self.peers:
+            if peer_libs.supports(peer, language):
+                self._peer(language, peer, voices, engines, texts)
         return results
 
+    def _peer(
+        self, language: str, peer: str, voices: tuple[str, ...], engines: dict[str, str], texts: list[str]
+    ) -> None:
+        """``texts`` through ``peer`` with the language's first voice of the peer's engine."""
+        engine = "kokoro" if peer == "kokoro-onnx" else "piper"
+        voice = next((v for v in voices if engines[v] == engine), None)
+        if voice is None:
+            return
+        if not self.quiet:
+            print(f"eval {language} {peer} {voice}: {len(texts)} sentences", file=sys.stderr, flush=True)
+        store = self.synthesizer.streamed.store
+        references: list[peer_libs.PeerAudio | None] = [None] * len(texts)
+        if peer == "kokoro-onnx":
+            lang = peer_libs.KOKORO_ONNX_LANG[language]
+            phonemes = [self.synthesizer.kokoro_phonemes(t, KOKORO_PREFIX_LANG[voice[0]]) for t in texts]
+            items = [(t, voice, lang, False) for t in texts] + [(p, voice, lang, True) for p in phonemes]
+            audio = peer_libs.kokoro_onnx(self.peers_python, store, items)
+            clips, references = audio[: len(texts)], list(audio[len(texts) :])
+        else:
+            clips = peer_libs.piper_tts(self.peers_python, store, texts)
+        for text, clip, ref in zip(texts, clips, references, strict=True):
+            heard, error = self._hear(language, text, clip.samples, clip.sample_rate)
+            scores: tuple[float | None, float | None] = (None, None)
+            stream = self._windowed.get((voice, text))
+            if ref is not None and stream is not None:
+                rate = ref.sample_rate
+                scores = pesq_stoi(trim_silence(ref.samples, rate), trim_silence(stream, rate), rate)
+            self.peer_results.append(
+                PeerResult(language, peer, voice, text, heard, error, len(clip.samples) / clip.sample_rate, *scores)
+            )
+        if self.naturalness and clips:
+            self.peer_naturalness[f"{peer} {voice}"] = _naturalness([(c.samples, c.sample_rate) for c in clips])
 
-def _naturalness(clips: list[Synthesis]) -> dict[str, float]:
-    """DNSMOS of a voice's sentences played one after another, 0.3 s apart: one long clip scores in
-    far fewer model runs than each short sentence (which DNSMOS repeats to fill its 9 s window)."""
-    rate = clips[0].sample_rate
+
+def _naturalness(clips: list[tuple[np.ndarray, int]]) -> dict[str, float]:
+    """DNSMOS of a voice's sentences (samples, rate) played one after another, 0.3 s apart: one long
+    clip scores in far fewer model runs than each short sentence (which DNSMOS repeats to fill its 9 s
+    window)."""
+    rate = clips[0][1]
     gap = np.zeros(int(0.3 * rate), dtype=np.float32)
-    joined = np.concatenate([piece for clip in clips for piece in (clip.samples, gap)])
+    joined = np.concatenate([piece for samples, _ in clips for piece in (np.asarray(samples, np.float32), gap)])
     return dnsmos(joined, rate)

@@ -43,13 +43,20 @@ class Synthesizer:
         self.whole.load(warm=False)
         self._windows: KokoroWindows | None = None
 
-    def kokoro_windows(self, text: str, voice: str, lang: str) -> tuple[np.ndarray, np.ndarray]:
-        """Kokoro only: one front of ``text`` decoded whole and in the server's first-segment windows."""
+    def _kokoro(self) -> KokoroWindows:
         from voxserve.evaluation.kokoro_windows import KokoroWindows
 
         if self._windows is None:
             self._windows = KokoroWindows(self.streamed)
-        return self._windows.whole_and_windowed(text, voice, lang)
+        return self._windows
+
+    def kokoro_windows(self, text: str, voice: str, lang: str) -> tuple[np.ndarray, np.ndarray]:
+        """Kokoro only: one front of ``text`` decoded whole and in the server's first-segment windows."""
+        return self._kokoro().whole_and_windowed(text, voice, lang)
+
+    def kokoro_phonemes(self, text: str, lang: str) -> str:
+        """The phonemes the server's front end gives Kokoro for ``text``."""
+        return self._kokoro().phonemes(text, lang)
 
     def voices(self) -> dict[str, str]:
         """voice id → engine."""
