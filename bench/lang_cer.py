@@ -17,6 +17,7 @@ import numpy as np
 from voxserve.evaluation.asr import cer, load_whisper, transcribe
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
+from voxserve.tuning import Tuning
 from voxserve.types import SynthesisParams
 
 VOICES = {"ja": "jf_alpha", "zh": "zf_xiaobei", "fr": "ff_siwis", "es": "ef_dora", "it": "if_sara", "pt": "pf_dora"}
@@ -95,8 +96,8 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print each sentence's transcript")
     parser.add_argument("--decode-mode", choices=["windowed", "sentence"], default="windowed")
     args = parser.parse_args()
-    settings = Settings(engines=["kokoro"], warm_languages=["none"], decode_mode=args.decode_mode)
-    runtime = Runtime(settings)
+    settings = Settings(engines=["kokoro"], warm_languages=["none"])
+    runtime = Runtime(settings, Tuning(decode_mode=args.decode_mode))  # Settings would ignore decode_mode
     runtime.load(warm=False)
     whisper = load_whisper("base")
     results: dict[str, float] = {}

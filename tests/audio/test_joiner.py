@@ -49,10 +49,11 @@ def test_sentences_are_trimmed_and_separated_by_the_pause() -> None:
 
 def test_cuts_inside_sound_are_faded_while_a_naive_cut_clicks() -> None:
     a = sine(180.0, 0.5, RATE, 0.3)
-    b = sine(180.0, 0.5, RATE, 0.3, phase=2.0)
+    silent = 777 + round(0.025 * RATE)  # the lead-in, and the joiner's margin before an onset
+    b = np.concatenate([np.zeros(silent, dtype=np.float32), sine(180.0, 0.5, RATE, 0.3, phase=2.0)])
     joiner = Joiner(RATE)
     first = joiner.push(a, trim_end=True, tail=1234)
-    second = joiner.push(b, trim_start=True, lead_in=777, trim_end=True)
+    second = joiner.push(b, trim_start=True, lead_in=777, trim_end=True, tail=0)
     out = _collect([first, second], joiner.finish())
     assert len(out) == len(a) - 1234 + len(b) - 777
     assert second.span.out_start == len(a) - 1234
@@ -60,6 +61,20 @@ def test_cuts_inside_sound_are_faded_while_a_naive_cut_clicks() -> None:
 
     naive = np.concatenate([a[:-1234], b[777:]])
     assert discontinuity_score(naive, [len(a) - 1234]) > 50
+
+
+def test_lead_in_keeps_an_onset_that_starts_inside_it() -> None:
+    """The model may start a word's first consonant in the last frames of its padding: that is kept."""
+    lead_in, onset = 1200, 700
+    piece = np.zeros(lead_in + RATE // 2, dtype=np.float32)
+    piece[onset:] = sine(180.0, (len(piece) - onset) / RATE, RATE, 0.1)
+    out = Joiner(RATE).push(piece, trim_start=True, lead_in=lead_in)
+    keep = round(0.025 * RATE)  # the joiner's margin before an onset found by energy
+    assert onset - keep <= out.span.in_start < onset - keep + RATE // 1000  # the sine's first loud sample
+    # silence past lead_in (by more than the margin): cut exactly there
+    quiet = piece.copy()
+    quiet[: lead_in + keep] = 0
+    assert Joiner(RATE).push(quiet, trim_start=True, lead_in=lead_in).span.in_start == lead_in
 
 
 def _windows(phase_error: float, overlap: int) -> list[np.ndarray]:

@@ -63,7 +63,8 @@ class Joiner:
     Per piece:
 
     - ``trim_start`` / ``trim_end``: cut the leading / trailing silence (by energy, or exactly
-      ``lead_in`` / ``tail`` samples when given) and fade the new edge over ``fade_ms``.
+      ``tail`` samples when given; ``lead_in`` samples when given, but never sound that starts
+      inside them) and fade the new edge over ``fade_ms``.
     - ``pause_after_ms``: silence inserted after the piece (its end is faded first).
     - ``crossfade_ms``: the piece continues the previous one (e.g. the next window of the same
       decoder pass) and its first ``crossfade_ms`` cover the same time as the previous piece's
@@ -172,13 +173,16 @@ class Joiner:
     ) -> tuple[int, int]:
         start, end = 0, len(x)
         found_start, found_end = 0, len(x)
-        need_energy = (trim_start and lead_in is None) or (trim_end and tail is None)
+        need_energy = trim_start or (trim_end and tail is None)
         if need_energy:
             found_start, found_end = trim_silence(x, self.sample_rate, self._threshold_db, self._keep_ms)
             if found_end <= found_start:  # nothing audible: keep nothing that was asked to be trimmed
                 found_start = found_end = len(x) if trim_start else 0
         if trim_start:
-            start = min(len(x), max(0, lead_in)) if lead_in is not None else found_start
+            # the model starts the first phoneme's sound inside the last frames of its leading padding
+            # (the decoder's convolutions reach across frames): an onset heard there is kept, or a
+            # word's first consonant is cut ("mado" heard as "wado")
+            start = min(len(x), max(0, lead_in), found_start) if lead_in is not None else found_start
         if trim_end:
             end = max(0, len(x) - max(0, tail)) if tail is not None else found_end
         return start, max(start, end)

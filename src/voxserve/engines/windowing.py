@@ -37,7 +37,10 @@ class WindowConfig:
     growth: float = 1.4
     max_s: float = 4.0
     max_pad_s: float = 0.1  # cap on the model's pad-token durations
-    max_lead_s: float = 0.05  # cap on the leading pad alone: decoded as left context, then trimmed
+    # cap on the leading pad alone: decoded as left context, then trimmed up to the first sound. The
+    # model starts a word's first consonant inside these frames; with fewer of them before it, the
+    # decoder's convolutions see the edge of the input there and the onset comes out weak or changed
+    max_lead_s: float = 0.1
     context_s: float = 0.2  # decoded on each side of a window, then cropped
     # > 0: window sizes are multiples of this, so windows of concurrent streams often have the same
     # size and can share a batched decoder call (voxserve.engines.batching)
