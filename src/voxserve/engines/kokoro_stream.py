@@ -123,7 +123,6 @@ class KokoroStreamer:
         running_stats: bool = True,
         voice_stats: bool = True,
         early_stats: bool = False,
-        voice_frame_prior: bool = True,
         batch: BatchPolicy | None = None,
     ) -> None:
         self.graph_dir = graph_dir
@@ -141,7 +140,6 @@ class KokoroStreamer:
         self.sentence_stats = sentence_stats
         self.running_stats = running_stats
         self.early_stats = early_stats
-        self.voice_frame_prior = voice_frame_prior
         self.voice_stats = VoiceStatsBook() if voice_stats else None
         self.stats_model = StatsRegression() if voice_stats else None  # fitted by KokoroEngine's learning
         self._stat_outputs = [o.name for o in self.stats_session.get_outputs()]
@@ -373,7 +371,7 @@ class KokoroStreamer:
         if self.running_stats:
             prior = book.prior(voice) if book and voice and not single else None
             running = RunningStats(self._vocoder_names, prior)
-            if prior is not None and self.voice_frame_prior:
+            if prior is not None:
                 # until the sentence's frame-rate statistics are computed, the voice's average beats a
                 # short window's own
                 early_frame = RunningStats(self._frame_names, prior, mix="mix_frame")
