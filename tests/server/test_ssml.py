@@ -26,7 +26,7 @@ def test_ssml_is_spoken_not_read_out(server: RunningServer, transcribe: Any) -> 
     assert response.status_code == 200, response.text
     heard = str(transcribe(np.frombuffer(response.content, dtype=np.int16).astype(np.float32) / 32768, 16000))
     heard = heard.lower()
-    assert "world wide web" in heard, heard
+    assert "worldwideweb" in heard.replace(" ", ""), heard  # the alias, however Whisper spaces it
     assert not any(markup in heard for markup in ("speak", "break", "time equals", "slash", "say as")), heard
 
 
