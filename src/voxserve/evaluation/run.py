@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from voxserve.benchmark import corpus
+from voxserve.engines.voices import KOKORO_LANG_BY_PREFIX
 from voxserve.evaluation import asr
 from voxserve.evaluation import peers as peer_libs
 from voxserve.evaluation.fidelity import SeamStats, dnsmos, pesq_stoi, seams, trim_silence
 from voxserve.evaluation.synth import Synthesis, Synthesizer
-from voxserve.text.languages import KOKORO_PREFIX_LANG
 
 # language → (text set, voices evaluated by default); English runs on both engines
 DEFAULT_VOICES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -193,7 +193,7 @@ class Evaluation:
             scores = pesq_stoi(whole.samples, streamed.samples, rate)
         windowed: tuple[float | None, float | None] = (None, None)
         if engine == "kokoro":
-            reference, test = self.synthesizer.kokoro_windows(text, voice, KOKORO_PREFIX_LANG[voice[0]])
+            reference, test = self.synthesizer.kokoro_windows(text, voice, KOKORO_LANG_BY_PREFIX[voice[0]])
             windowed = pesq_stoi(reference, test, rate)
             if "kokoro-onnx" in self.peers:
                 self._windowed[(voice, text)] = test
@@ -255,7 +255,7 @@ class Evaluation:
         references: list[peer_libs.PeerAudio | None] = [None] * len(texts)
         if peer == "kokoro-onnx":
             lang = peer_libs.KOKORO_ONNX_LANG[language]
-            phonemes = [self.synthesizer.kokoro_phonemes(t, KOKORO_PREFIX_LANG[voice[0]]) for t in texts]
+            phonemes = [self.synthesizer.kokoro_phonemes(t, KOKORO_LANG_BY_PREFIX[voice[0]]) for t in texts]
             items = [(t, voice, lang, False) for t in texts] + [(p, voice, lang, True) for p in phonemes]
             audio = peer_libs.kokoro_onnx(self.peers_python, store, items)
             clips, references = audio[: len(texts)], list(audio[len(texts) :])

@@ -4,24 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+from voxserve.engines.voices import KOKORO_LANG_BY_PREFIX
 from voxserve.errors import UnsupportedLanguage
 
 Alphabet = Literal["misaki", "espeak"]
 
 SUPPORTED_LANGS: tuple[str, ...] = ("en-us", "en-gb", "zh", "ja", "fr", "es", "it", "pt-br", "hi", "ko")
-
-# Kokoro voice ids start with a letter naming their language ("af_heart" → American English).
-KOKORO_PREFIX_LANG: dict[str, str] = {
-    "a": "en-us",
-    "b": "en-gb",
-    "z": "zh",
-    "j": "ja",
-    "f": "fr",
-    "e": "es",
-    "i": "it",
-    "p": "pt-br",
-    "h": "hi",
-}
 
 # espeak-ng voice name for each language.
 ESPEAK_VOICE: dict[str, str] = {
@@ -115,7 +103,7 @@ def lang_for_voice(voice_id: str) -> str:
     if "_" in head and len(head) == 5 and head[2] == "_" and head[:2].isalpha() and head[3:].isalpha():
         return normalize_lang(head.replace("_", "-"))
     if len(voice_id) >= 2 and voice_id[1] in "fm" and (len(voice_id) == 2 or voice_id[2] == "_"):
-        lang = KOKORO_PREFIX_LANG.get(voice_id[0].lower())
+        lang = KOKORO_LANG_BY_PREFIX.get(voice_id[0].lower())
         if lang is not None:
             return lang
     raise UnsupportedLanguage(f"cannot tell the language of voice {voice_id!r}; pass a language explicitly")
