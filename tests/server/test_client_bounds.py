@@ -102,7 +102,9 @@ def test_every_client_is_bounded(bounded: tuple[RunningServer, CountingRuntime])
     body = _raw(server)
     body.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
     body.sendall(b'Content-Length: 200\r\n\r\n{"input": ')
-    assert _closed_within(body, 5).startswith(b"HTTP/1.1 408")
+    # the 408 comes after the 1 s body timeout; the close that follows has come later than 5 s twice in
+    # full-suite runs on a loaded machine (never alone): the bound checked is a close within 8 s
+    assert _closed_within(body, 8).startswith(b"HTTP/1.1 408")
     body.close()
 
     # an oversized head
