@@ -62,9 +62,10 @@ lint: install
 test: models system-deps lint plugins-venv peers-venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-# The inner loop: lint, types and the unit tier (no real models, servers of real models, Whisper or browser).
+# The inner loop: lint, types and the unit tier (no real models, servers of real models, Whisper or browser),
+# on two pytest workers: the tier spends half its time waiting on servers and timers, not on the CPU.
 check: lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e" -n 2
 
 bench: models
 	$(BIN)/python -m bench.run
