@@ -20,6 +20,7 @@ from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.engines.onnx import SessionFactory
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
+from voxserve.engines.vocoder_stats import Corrections
 from voxserve.engines.windowing import CrossfadeJoiner, Window, iter_windows
 from voxserve.errors import InvalidInput
 from voxserve.models import ModelStore
@@ -132,10 +133,7 @@ def test_kokoro_windows_sound_like_the_whole_sentence(
     plain = KokoroStreamer(
         SessionFactory(["cpu"], 2),
         split_dir,
-        carry_phase=False,
-        sentence_stats=False,
-        running_stats=False,
-        voice_stats=False,
+        corrections=Corrections(carry_phase=False, sentence_stats=False, running_stats=False, voice_stats=False),
     )
     naive = np.concatenate([p.samples for p in plain.decode_windows(front, 16, 20, growth=1.4)])
     naive_quality, _ = _scores(whole, naive)

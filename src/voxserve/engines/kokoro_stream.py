@@ -29,7 +29,7 @@ import numpy.typing as npt
 from voxserve.engines.batching import BatchPolicy, BatchRunner
 from voxserve.engines.onnx import RunControl, SessionFactory
 from voxserve.engines.stats_model import StatsRegression
-from voxserve.engines.vocoder_stats import RunningStats, SegmentStats, VoiceStatsBook
+from voxserve.engines.vocoder_stats import Corrections, RunningStats, SegmentStats, VoiceStatsBook
 from voxserve.engines.windowing import (
     CrossfadeJoiner,
     Window,
@@ -104,10 +104,10 @@ class KokoroStreamer:
     """Front + windowed decoder for Kokoro v1.0, from split graphs in ``graph_dir``.
 
     ``context_frames`` frames of context are decoded on each side of a window and cropped;
-    ``crossfade_ms`` of the overlap is crossfaded (it must fit in the context). ``carry_phase`` and
-    ``sentence_stats``/``running_stats``/``voice_stats`` switch the corrections off for measurements;
-    ``early_stats`` computes the sentence's frame-rate statistics before the first window instead of
-    after it (a truer first window, slightly later first audio). ``batch`` lets windows of concurrent
+    ``crossfade_ms`` of the overlap is crossfaded (it must fit in the context). ``corrections`` says
+    which of the window corrections apply (all, in the server; :class:`Corrections`); ``early_stats``
+    computes the sentence's frame-rate statistics before the first window instead of after it (a truer
+    first window, slightly later first audio). ``batch`` lets windows of concurrent
     streams with the same size share one decoder call (:mod:`voxserve.engines.batching`).
     """
 
@@ -118,10 +118,7 @@ class KokoroStreamer:
         *,
         context_frames: int = 8,
         crossfade_ms: float = 25.0,
-        carry_phase: bool = True,
-        sentence_stats: bool = True,
-        running_stats: bool = True,
-        voice_stats: bool = True,
+        corrections: Corrections = Corrections(),
         early_stats: bool = False,
         batch: BatchPolicy | None = None,
     ) -> None:
@@ -136,12 +133,10 @@ class KokoroStreamer:
         self.crossfade = round(crossfade_ms * SAMPLE_RATE / 1000)
         if self.crossfade > context_frames * HOP:
             raise InvalidInput(f"crossfade of {crossfade_ms} ms does not fit in {context_frames} context frames")
-        self.carry_phase = carry_phase
-        self.sentence_stats = sentence_stats
-        self.running_stats = running_stats
+        self.corrections = corrections
         self.early_stats = early_stats
-        self.voice_stats = VoiceStatsBook() if voice_stats else None
-        self.stats_model = StatsRegression() if voice_stats else None  # fitted by KokoroEngine's learning
+        self.voice_stats = VoiceStatsBook() if corrections.voice_stats else None
+        self.stats_model = StatsRegression() if corrections.voice_stats else None  # fitted by KokoroEngine
         self._stat_outputs = [o.name for o in self.stats_session.get_outputs()]
         frame_names = {name.replace("stat_out_", "stat_in_") for name in self._stat_outputs}
         stat_inputs = [i.name for i in self.decoder_session.get_inputs() if i.name.startswith("stat_in_")]
@@ -230,7 +225,7 @@ class KokoroStreamer:
     ) -> RunningStats | None:
         """Running vocoder statistics that start from the sentence's predicted ones (None: no prediction
         for this voice), with the windows decoded so far added."""
-        if voice is None or self.stats_model is None or not self.running_stats:
+        if voice is None or self.stats_model is None or not self.corrections.running_stats:
             return None
         predicted = self.stats_model.predict(voice, sentence)
         if predicted is None:
@@ -339,7 +334,7 @@ class KokoroStreamer:
         )
         early = self.early_stats if early_stats is None else early_stats
         stats = self._segment_stats(front, voice, single, 0 if early else 2 if small_start else 1, control)
-        phase = source_phase(front.f0) if self.carry_phase else None
+        phase = source_phase(front.f0) if self.corrections.carry_phase else None
 
         def decode(index: int, window: Window) -> Array:
             span = window.ctx_end - window.ctx_start
@@ -368,7 +363,7 @@ class KokoroStreamer:
         :class:`~voxserve.engines.vocoder_stats.SegmentStats`)."""
         book = self.voice_stats if voice is not None else None
         running = early_frame = None
-        if self.running_stats:
+        if self.corrections.running_stats:
             prior = book.prior(voice) if book and voice and not single else None
             running = RunningStats(self._vocoder_names, prior)
             if prior is not None:
@@ -384,7 +379,7 @@ class KokoroStreamer:
         return SegmentStats(
             running,
             early_frame,
-            stats_at if self.sentence_stats and not single else None,
+            stats_at if self.corrections.sentence_stats and not single else None,
             lambda: self.sentence_frame_stats(front, control),
             lambda sentence, decoded: self._predicted(voice, sentence, decoded),
             record,

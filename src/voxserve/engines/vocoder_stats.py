@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,19 @@ import numpy.typing as npt
 Array = npt.NDArray[np.float32]
 Means = dict[str, npt.NDArray[np.float64]]
 Prior = tuple[Mapping[str, npt.NDArray[np.float64]], int]  # means and their weight in frames
+
+
+@dataclass(frozen=True)
+class Corrections:
+    """What a windowed decode does so that its windows sound like the whole sentence; the server uses all.
+
+    Each can be switched off to measure what it brings (``bench/fidelity.py --ablate``).
+    """
+
+    carry_phase: bool = True  # each window continues the harmonic source's phase of the frames before it
+    sentence_stats: bool = True  # the sentence's frame-rate statistics (the stats graph), once per sentence
+    running_stats: bool = True  # vocoder norms from the running means of the sentence's earlier windows
+    voice_stats: bool = True  # per-voice priors and the sentence-statistics regression, learned from traffic
 
 
 def save_tagged(path: Path, tag: str, arrays: Mapping[str, npt.NDArray[np.generic]]) -> None:
