@@ -6,7 +6,8 @@
 Each round starts one tree's server (``python -m voxserve serve`` with that tree's ``src`` first on the
 path), runs ``voxserve bench`` over every level, and stops it; rounds alternate the trees (A B B A ...),
 so a slow spell of a shared machine falls on both. Only one server runs at a time: they would share the
-cores. Every ``voxserve bench`` run writes its own folder under ``--output``; the tables are printed as
+cores. The server's RSS is read when the load ends and again after ``--settle`` idle seconds. Every
+``voxserve bench`` run writes its own folder under ``--output``; the tables are printed as
 they come and collected in ``summary.txt``.
 """
 
@@ -63,6 +64,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=18600)
     parser.add_argument("--output", type=Path, default=ROOT / "bench/results/compare_trees")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for both servers")
+    parser.add_argument("--settle", type=float, default=10.0, help="seconds idle before RSS is read again")
     args = parser.parse_args()
     env_extra = dict(item.split("=", 1) for item in args.env)
     trees = {"old": args.old.resolve(), "new": args.new.resolve()}
@@ -82,7 +84,10 @@ def main() -> None:
             result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
             failure = f"\n(exit {result.returncode}) {result.stderr.strip()[-400:]}" if result.returncode else ""
             rss = _rss_mib(args.port)
+            time.sleep(args.settle)
+            settled = _rss_mib(args.port)
             head = f"== round {n} tree {name} ({trees[name]}), server RSS after: {rss}"
+            head += f", {args.settle:g} s later: {settled}"
             table = f"{head}\n{result.stdout.strip()}{failure}"
             print(table, flush=True)
             summary.append(table)

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from voxserve.engines.base import Engine
 from voxserve.engines.batching import BatchPolicy
+from voxserve.engines.heap import HeapTrimmer
 from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.onnx import SessionFactory, thread_budget
 from voxserve.engines.registry import ENGINES, EngineLoad, EngineLoader
@@ -70,6 +71,7 @@ class Runtime:
         self._cores = 1  # cores the pool's jobs share (intra-op threads of the widest session)
         self._on_gpu = False
         self._closers: list[Callable[[], None]] = []
+        self._heap = HeapTrimmer()
         self._lock = threading.Lock()
         self.load_seconds: dict[str, float] = {}
         self.piper_library: PiperLibrary | None = None  # Piper voices found under MODEL_PATH
@@ -111,6 +113,8 @@ class Runtime:
                 self.warm_up()
                 self.frontend.warm(self._warm_languages())
             self.learn_voices(learn=warm)  # without warm-up, only what an earlier start saved
+            if not factory.on_gpu:
+                self._heap.start()
             self.ready = True
 
     def _warm_languages(self) -> list[str]:
@@ -205,6 +209,7 @@ class Runtime:
                 log.info("learned decoder statistics from %d sentences in %.1f s", learned, time.perf_counter() - t0)
 
     def close(self) -> None:
+        self._heap.stop()
         if self._pool is not None:
             self._pool.close(wait=False)
         for close in self._closers:

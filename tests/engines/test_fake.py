@@ -65,3 +65,18 @@ def test_cancel_stops_the_call_in_flight() -> None:
     with pytest.raises(Cancelled):
         list(engine.stream(PHONEMES, VOICE, control=control))
     assert time.monotonic() - t0 < 2.0
+
+
+def test_a_segments_front_is_paid_once_before_its_first_window_and_not_taught_as_window_cost() -> None:
+    plain, fronted = FakeEngine(window_s=0.0, audio_s=0.0), FakeEngine(window_s=0.0, audio_s=0.0, front_s=0.3)
+    for engine in (plain, fronted):
+        list(engine.stream(PHONEMES * 3, VOICE, first_window_s=0.2))  # teaches the window cost
+    t0 = time.monotonic()
+    pieces = fronted.stream(PHONEMES * 3, VOICE, first_window_s=0.2)
+    next(pieces)
+    first = time.monotonic() - t0
+    list(pieces)
+    rest = time.monotonic() - t0 - first
+    assert 0.3 <= first < 1.0 and rest < 0.2, (first, rest)
+    fit = fronted.window_cost.fit()
+    assert fit is not None and fit[0] < 0.05, fit  # the front is not a window's fixed cost

@@ -10,7 +10,8 @@ exercised in seconds and on any machine:
 - :meth:`FakeEngine.stream` cuts the same signal into decoder windows planned by
   :class:`~voxserve.engines.windowing.WindowConfig` (sized by ``next_window_s`` when given), so the
   streamed audio equals :meth:`FakeEngine.synthesize`'s sample for sample;
-- each window "costs" ``window_s + audio_s`` × its decoded seconds (context included): the model call
+- each window "costs" ``window_s + audio_s`` × its decoded seconds (context included), and a segment's
+  front ``front_s`` before its first window: the model call
   is a wait that a cancelled :class:`~voxserve.engines.onnx.RunControl` or the worker pool's
   preemption stops, as they stop an ONNX Runtime call; the time is recorded in a
   :class:`~voxserve.engines.windowing.WindowCost`.
@@ -58,6 +59,7 @@ class FakeEngine:
         windows: WindowConfig | None = None,
         window_s: float = 0.002,
         audio_s: float = 0.02,
+        front_s: float = 0.0,
     ) -> None:
         self.name = name
         self.sample_rate = sample_rate
@@ -67,6 +69,7 @@ class FakeEngine:
         self.windows = windows or WindowConfig()
         self.window_s = window_s  # work per window
         self.audio_s = audio_s  # work per decoded audio second
+        self.front_s = front_s  # work per segment before its first window (the real engines' front graphs)
         self.hop = round(sample_rate * FRAME_S)
         self.context_frames = self.windows.frames(self.windows.context_s, FRAME_S)
         self._cost = WindowCost(context_s=self.context_frames * FRAME_S)
@@ -153,6 +156,8 @@ class FakeEngine:
             max_size=largest,
             next_size=w.sizer(next_window_s, FRAME_S),
         )
+        if self.work_seconds(None) > 0:
+            self._work(None, control)
         for i, window in enumerate(windows):
             decoded_s = (window.ctx_end - window.ctx_start) * FRAME_S
             with work_timer() as spent:
@@ -169,11 +174,17 @@ class FakeEngine:
                 tail=0,
             )
 
-    def _work(self, decoded_s: float, control: RunControl | None) -> None:
+    def work_seconds(self, decoded_s: float | None) -> float:
+        """What a model call decoding ``decoded_s`` seconds costs (``None``: a segment's front, before its
+        first window). A subclass may make it depend on the call's thread budget
+        (``bench/simulate_cores.py`` does, with costs learned from a real engine)."""
+        return self.front_s if decoded_s is None else self.window_s + self.audio_s * decoded_s
+
+    def _work(self, decoded_s: float | None, control: RunControl | None) -> None:
         """One model call's worth of waiting, stopped like an ONNX Runtime call (cancel, preemption)."""
         if control is not None and control.cancelled:
             raise Cancelled("fake engine: the stream was cancelled")
-        seconds = self.window_s + self.audio_s * decoded_s
+        seconds = self.work_seconds(decoded_s)
         try:
             run_preemptible(
                 lambda options: _wait(seconds, options),

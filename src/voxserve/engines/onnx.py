@@ -183,24 +183,6 @@ class LazySession:
 
 OnnxSession: TypeAlias = ort.InferenceSession | ElasticSession | LazySession
 
-_SHARED_ARENA = threading.Lock()
-_shared_arena_ready = False
-
-
-def _share_cpu_arena() -> None:
-    """Register one CPU memory arena for the whole process, grown only by what is asked of it.
-
-    Every session otherwise keeps an arena of its own, sized by the largest call it ever ran (and rounded
-    up to powers of two); a streaming server holds a dozen sessions (front, prosody, statistics and
-    decoder graphs of each engine, at each thread count), so most of that memory would sit idle."""
-    global _shared_arena_ready
-    with _SHARED_ARENA:
-        if _shared_arena_ready:
-            return
-        info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
-        ort.create_and_register_allocator(info, ort.OrtArenaCfg({"arena_extend_strategy": 1}))  # as requested
-        _shared_arena_ready = True
-
 
 def thread_levels(threads: int) -> tuple[int, ...]:
     """Thread counts an elastic session is built for: all ``threads``, about their square root, and 1.
@@ -265,8 +247,10 @@ class SessionFactory:
         opts.add_session_config_entry("session.intra_op.allow_spinning", spin)
         opts.add_session_config_entry("session.inter_op.allow_spinning", spin)
         if not self.on_gpu:
-            _share_cpu_arena()
-            opts.add_session_config_entry("session.use_env_allocators", "1")
+            # no memory arena: an arena keeps the peak of the largest call it ran (a long window's
+            # audio-rate activations) for the life of the process, per session and thread count; freed
+            # tensors go back to the allocator instead, and large ones to the system
+            opts.enable_cpu_mem_arena = False
         return opts
 
     def lazy(self, path: Path | str | bytes) -> LazySession:

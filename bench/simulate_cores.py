@@ -1,0 +1,237 @@
+"""Listeners served at 2, 4, 8 and 16 cores, simulated from the costs learned on this machine.
+
+A bigger machine is not always at hand, and ``taskset`` can only take cores away. This script keeps
+everything real except the model work:
+
+1. **Learn.** It loads the real engine (``--engine kokoro|piper``) with its warm-up, as a server starts,
+   and reads what this machine taught it: the decoder window cost (``WindowCost``: seconds per window
+   and per decoded audio second) at each thread count the sessions were built for, and the segment
+   front's cost before the first window (timed here, first audio less the first window's fitted cost).
+   Costs at thread counts not measured come from Amdahl's law fitted to one and two threads.
+2. **Simulate.** For each core count N it builds a runtime with the same settings but
+   ``intra_op_threads=N`` (so the worker pool shares N cores, with elastic thread levels for N) and a
+   fake engine (:class:`voxserve.engines.fake.FakeEngine`) whose model calls wait as long as the
+   learned cost at the call's thread budget instead of computing. The session, window planner,
+   scheduler, preemption and cost learning are the server's own code. Waiting takes no CPU, so 16
+   simulated cores run on two real ones; the text front end (phonemization) still runs for real.
+3. **Load.** Rounds of L listeners, each arriving at a random moment within ``--spread`` seconds and
+   playing its audio in real time from the first chunk (``PlaybackClock``, the server's own underrun
+   arithmetic), the issue's three-sentence reply. L rises until a round stalls or P90 first audio passes
+   3× a lone listener's; the largest L that held in every round is the capacity at N cores.
+
+    .venv/bin/python -m bench.simulate_cores --engine kokoro [--cores 2,4,8,16] [--rounds 3]
+
+What it leaves out: memory bandwidth and caches shared between cores (real cores scale worse than
+waits do), and the server's transport work (HTTP, encoding), which runs on the real cores here. Run at
+``--cores 2`` against a real 2-core load run to see how far the simulation is from the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from voxserve.engines.fake import FakeEngine
+from voxserve.engines.onnx import current_thread_budget, thread_budget
+from voxserve.engines.registry import EngineLoad, LoadedEngine
+from voxserve.runtime import Runtime
+from voxserve.settings import Settings
+from voxserve.stream.playback import PlaybackClock
+from voxserve.types import SynthesisParams
+
+TEXT = (
+    "Thanks for calling, I can help you with that today. Your order shipped yesterday afternoon and should "
+    "arrive by Thursday, weather permitting. Is there anything else I can check for you while we are on the line?"
+)
+VOICES = {"kokoro": "af_heart", "piper": "en_US-joe-medium"}
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Seconds of model work at one thread count: per segment front, per window, per decoded second."""
+
+    front_s: float
+    window_s: float
+    audio_s: float
+
+
+@dataclass(frozen=True)
+class LearnedCosts:
+    """The costs measured at one thread and at two, extended to any thread count by Amdahl's law."""
+
+    one: Costs
+    two: Costs
+
+    def at(self, threads: int) -> Costs:
+        def scale(c1: float, c2: float) -> float:
+            if c1 <= 0:
+                return c2
+            parallel = min(1.0, max(0.0, 2 * (1 - c2 / c1)))  # the share of the work that threads split
+            return c1 * ((1 - parallel) + parallel / threads)
+
+        return Costs(*(scale(a, b) for a, b in zip(_fields(self.one), _fields(self.two), strict=True)))
+
+
+def _fields(costs: Costs) -> tuple[float, float, float]:
+    return costs.front_s, costs.window_s, costs.audio_s
+
+
+def learn(engine_name: str) -> LearnedCosts:
+    """Load the real engine as a server does and read (or time) its costs at one and two threads."""
+    runtime = Runtime(Settings(_env_file=None, engines=[engine_name], intra_op_threads=2))
+    runtime.load(warm=True)
+    try:
+        engine = runtime.engines[engine_name]
+        voice = VOICES[engine_name]
+        segments = runtime.frontend.phonemize(TEXT, "en-us", engine.alphabet, max_phonemes=engine.max_phonemes)
+        first_s = runtime.tuning.window_first_ms / 1000
+        context_s = runtime.window_config().context_s
+        measured = []
+        for threads in (1, 2):
+            fit = engine.window_cost.fit(threads) if engine.window_cost is not None else None
+            if fit is None:
+                raise RuntimeError(f"{engine_name} learned no window cost at {threads} threads")
+            window_s, audio_s = fit
+            fronts = []
+            for _ in range(3):
+                for segment in segments:
+                    with thread_budget(threads):
+                        started = time.perf_counter()
+                        for _piece in engine.stream(segment.phonemes, voice, first_window_s=first_s):
+                            break
+                        first = time.perf_counter() - started
+                    fronts.append(first - (window_s + audio_s * (first_s + 2 * context_s)))
+            measured.append(Costs(max(0.0, statistics.median(fronts)), window_s, audio_s))
+        return LearnedCosts(*measured)
+    finally:
+        runtime.close()
+
+
+class LearnedCostEngine(FakeEngine):
+    """A fake engine whose model calls cost what the real engine's cost at the call's thread budget."""
+
+    def __init__(self, costs: LearnedCosts, cores: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.costs, self.cores = costs, cores
+
+    def work_seconds(self, decoded_s: float | None) -> float:
+        c = self.costs.at(current_thread_budget() or self.cores)
+        return c.front_s if decoded_s is None else c.window_s + c.audio_s * decoded_s
+
+
+def simulated_runtime(engine_name: str, costs: LearnedCosts, cores: int) -> Runtime:
+    voice = VOICES[engine_name]
+
+    def load(load: EngineLoad) -> LoadedEngine:
+        engine = LearnedCostEngine(
+            costs,
+            cores,
+            name=engine_name,
+            voices={voice: "en-us"},
+            sample_rate=24_000,
+            windows=load.windows,
+        )
+        return LoadedEngine(engine)
+
+    settings = Settings(_env_file=None, engines=[engine_name], intra_op_threads=cores, default_voice=voice)
+    runtime = Runtime(settings, families={engine_name: load})
+    runtime.load(warm=True)
+    return runtime
+
+
+async def listener(runtime: Runtime, voice: str, delay: float) -> tuple[float, float, float]:
+    """(first audio, seconds stalled, seconds of audio) of one listener arriving after ``delay``."""
+    await asyncio.sleep(delay)
+    started = time.monotonic()
+    session = runtime.open_session(SynthesisParams(voice=voice), pace=True)
+    session.push_text(TEXT)
+    session.close()
+    clock, first = PlaybackClock(), None
+    async for chunk in session:
+        now = time.monotonic()
+        if len(chunk.samples) and first is None:
+            first = now - started
+        clock.on_audio(now, len(chunk.samples) / chunk.sample_rate)
+    return first or 0.0, clock.stall_s, clock.audio_s
+
+
+def p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+
+
+def capacity(
+    runtime: Runtime, voice: str, rounds: int, spread: float, report: Callable[[dict[str, object]], None]
+) -> int:
+    lone = statistics.median(asyncio.run(_round(runtime, voice, 1, 0.0))[0][0][0] for _ in range(3))
+    held, listeners = 0, 1
+    while True:
+        rows = [asyncio.run(_round(runtime, voice, listeners, spread)) for _ in range(rounds)]
+        firsts = [f for results, _ in rows for f, _ in results]
+        stalled = sum(1 for results, _ in rows for _, stall in results if stall > 0)
+        ok = stalled == 0 and p90(firsts) <= 3 * lone
+        report(
+            {
+                "listeners": listeners,
+                "requests": len(firsts),
+                "stalled": stalled,
+                "first_audio_p50_ms": round(statistics.median(firsts) * 1000),
+                "first_audio_p90_ms": round(p90(firsts) * 1000),
+                "lone_first_audio_ms": round(lone * 1000),
+                "audio_per_s": round(statistics.median(r[1] for r in rows), 1),
+                "held": ok,
+            }
+        )
+        if not ok:
+            return held
+        held = listeners
+        listeners += max(1, listeners // 4)
+
+
+async def _round(
+    runtime: Runtime, voice: str, listeners: int, spread: float
+) -> tuple[list[tuple[float, float]], float]:
+    """Each listener's (first audio, stall), and the round's audio seconds per second of wall time."""
+    delays = [random.uniform(0, spread) for _ in range(listeners)]
+    started = time.monotonic()
+    results = await asyncio.gather(*(listener(runtime, voice, d) for d in delays))
+    audio = sum(r[2] for r in results)
+    return [(r[0], r[1]) for r in results], audio / (time.monotonic() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--engine", default="kokoro", choices=sorted(VOICES))
+    parser.add_argument("--cores", default="2,4,8,16")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per listener count")
+    parser.add_argument("--spread", type=float, default=2.0, help="listeners arrive within this many seconds")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    random.seed(args.seed)
+    costs = learn(args.engine)
+    print(json.dumps({"learned": {"one_thread": costs.one.__dict__, "two_threads": costs.two.__dict__}}), flush=True)
+    voice = VOICES[args.engine]
+    found = {}
+    for cores in (int(c) for c in args.cores.split(",")):
+        runtime = simulated_runtime(args.engine, costs, cores)
+
+        def report(row: dict[str, object], cores: int = cores) -> None:
+            print(json.dumps({"cores": cores, **row}), flush=True)
+
+        try:
+            found[cores] = capacity(runtime, voice, args.rounds, args.spread, report)
+        finally:
+            runtime.close()
+        print(json.dumps({"cores": cores, "capacity": found[cores]}), flush=True)
+    print(json.dumps({"engine": args.engine, "capacity_by_cores": found}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
