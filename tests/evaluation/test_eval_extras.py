@@ -97,7 +97,9 @@ def test_report_puts_each_peer_beside_voxserve_and_lists_the_precisions() -> Non
     assert "| piper-tts | en_US-joe-medium | Hello there. | hello | 0.50 | - | - |" in text
     data = report.as_json(summaries, results, extra)
     assert data["peer_versions"] == {"kokoro-onnx": "0.6.1", "piper-tts": "1.8.0"}
-    assert [p["peer"] for p in data["peer_sentences"]] == ["kokoro-onnx", "kokoro-onnx", "piper-tts"]  # type: ignore[attr-defined]
-    assert [r["error"] for r in data["precisions"]] == [None, "ModelError: no float16 Conv kernel"]  # type: ignore[attr-defined]
+    peer_sentences, precisions = data["peer_sentences"], data["precisions"]
+    assert isinstance(peer_sentences, list) and isinstance(precisions, list)
+    assert [p["peer"] for p in peer_sentences] == ["kokoro-onnx", "kokoro-onnx", "piper-tts"]
+    assert [r["error"] for r in precisions] == [None, "ModelError: no float16 Conv kernel"]
     plain = report.markdown(summaries, results, "voxserve eval", [])
     assert "## Peers" not in plain and "## Precision" not in plain

@@ -9,13 +9,14 @@ from pathlib import Path
 from voxserve.evaluation import peers
 from voxserve.evaluation.run import Evaluation, summarize_peers
 from voxserve.evaluation.synth import Synthesizer
+from voxserve.runtime import Runtime
 
 PEERS_PYTHON = Path(__file__).resolve().parents[2] / ".venv-peers" / "bin" / "python"
 
 
-def test_peers_speak_the_same_sentences_beside_voxserve(runtime: object) -> None:
+def test_peers_speak_the_same_sentences_beside_voxserve(runtime: Runtime) -> None:
     peers.check_python(PEERS_PYTHON)  # a missing venv fails here, saying how to build it
-    synthesizer = Synthesizer(["kokoro", "piper"], streamed=runtime)  # type: ignore[arg-type]
+    synthesizer = Synthesizer(["kokoro", "piper"], streamed=runtime)
     try:
         evaluation = Evaluation(
             synthesizer, naturalness=False, quiet=True, peers=peers.PEERS, peers_python=PEERS_PYTHON
