@@ -24,6 +24,10 @@ WHISPER_RATE = 16_000
 _BASE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
 # languages written without spaces: scored per character with spaces ignored
 _NO_SPACES = ("zh", "ja")
+# a few words in the script a language's sentence sets are written in, given to Whisper as the text
+# before the audio: Whisper base writes Hindi speech in Urdu script (the spoken languages are one)
+# unless steered; the prompt is not any sentence's text
+SCRIPT_PROMPTS = {"hi": "नमस्ते, आप कैसे हैं?"}
 
 
 def _cache_root() -> Path:
@@ -73,8 +77,14 @@ def transcribe(model: WhisperModel, samples: np.ndarray, sample_rate: int, langu
     from voxserve.audio import resample
 
     audio = resample(np.asarray(samples, dtype=np.float32), sample_rate, WHISPER_RATE)
+    code = language.split("-")[0]
     segments, _ = model.transcribe(
-        audio, language=language.split("-")[0], beam_size=1, vad_filter=False, condition_on_previous_text=False
+        audio,
+        language=code,
+        beam_size=1,
+        vad_filter=False,
+        condition_on_previous_text=False,
+        initial_prompt=SCRIPT_PROMPTS.get(code),
     )
     return "".join(segment.text for segment in segments).strip()
 
