@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from typing import Any
@@ -179,6 +180,27 @@ async def test_an_overdue_job_takes_every_free_core_shared_only_with_other_overd
             # two streams starting at once split the cores instead of taking turns
             now = time.monotonic()
             assert await asyncio.gather(pool.run(meet, deadline=now), pool.run(meet, deadline=now)) == [1, 1]
+    finally:
+        pool.close()
+
+
+async def test_overdue_jobs_get_the_thread_level_nearest_their_share_not_the_one_below() -> None:
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(8, cores=16, levels=(16, 4, 1))
+    try:
+        # five jobs due at once share sixteen cores: about three each, and four is nearer than one
+        four = threading.Barrier(4, timeout=5)
+        calls = itertools.count()
+
+        def meet() -> int | None:
+            if next(calls) < 4:
+                four.wait()  # the first four run side by side
+            return current_thread_budget()
+
+        now = time.monotonic()
+        budgets = await asyncio.gather(*(pool.run(meet, deadline=now) for _ in range(5)))
+        assert budgets[:4] == [4, 4, 4, 4]  # the fifth found no core free and ran after them
     finally:
         pool.close()
 

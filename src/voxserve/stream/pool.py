@@ -28,6 +28,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -277,9 +278,14 @@ class WorkerPool:
         return sum(h.job.overdue(h.started) for h in self._running) + sum(j.overdue(now) for j in self._heap)
 
     def _overdue_level(self, free: int, overdue: int) -> int:
-        """An overdue job's threads: every free core, shared only with the other overdue jobs."""
+        """An overdue job's threads: its equal share of the cores with the other overdue jobs, within the
+        free ones, at the thread level nearest to that share (by ratio). Rounding down would leave cores
+        idle while the job is late: with levels (16, 4, 1), five overdue jobs share three cores each,
+        and one thread would make the job three times slower than four."""
         assert self.cores is not None
-        return next(n for n in self._levels if n <= min(free, max(1, self.cores // max(1, overdue))))
+        share = max(1, self.cores // max(1, overdue))
+        fitting = [n for n in self._levels if n <= free] or [1]
+        return min(fitting, key=lambda n: (abs(math.log(n / share)), n))
 
     def _threads_for(self, job: _Job, overdue: bool) -> int | None:
         if self.cores is None:
