@@ -14,10 +14,11 @@ everything real except the model work:
    learned cost at the call's thread budget instead of computing. The session, window planner,
    scheduler, preemption and cost learning are the server's own code. Waiting takes no CPU, so 16
    simulated cores run on two real ones; the text front end (phonemization) still runs for real.
-3. **Load.** Rounds of L listeners, each arriving at a random moment within ``--spread`` seconds and
-   playing its audio in real time from the first chunk (``PlaybackClock``, the server's own underrun
-   arithmetic), the issue's three-sentence reply. L rises until a round stalls or P90 first audio passes
-   3× a lone listener's; the largest L that held in every round is the capacity at N cores.
+3. **Load.** ``--rounds`` rounds of L listeners, each arriving at a random moment within ``--spread``
+   seconds and playing its audio in real time from the first chunk (``PlaybackClock``, the server's own
+   underrun arithmetic), the issue's three-sentence reply. ``voxserve bench --find-capacity``'s search
+   (:func:`voxserve.benchmark.capacity.find_capacity`: doubling, then bisecting) finds the most
+   listeners whose requests stall at most 1 % and whose P90 first audio stays within 3× a lone one's.
 
     .venv/bin/python -m bench.simulate_cores --engine kokoro [--cores 2,4,8,16] [--rounds 3]
 
@@ -34,10 +35,12 @@ import json
 import random
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from voxserve.benchmark.capacity import find_capacity
+from voxserve.benchmark.records import RequestRecord
+from voxserve.benchmark.stats import LevelSummary, summarize
 from voxserve.engines.fake import FakeEngine
 from voxserve.engines.onnx import current_thread_budget, thread_budget
 from voxserve.engines.registry import EngineLoad, LoadedEngine
@@ -146,67 +149,44 @@ def simulated_runtime(engine_name: str, costs: LearnedCosts, cores: int) -> Runt
     return runtime
 
 
-async def listener(runtime: Runtime, voice: str, delay: float) -> tuple[float, float, float]:
-    """(first audio, seconds stalled, seconds of audio) of one listener arriving after ``delay``."""
+async def listener(runtime: Runtime, voice: str, delay: float, concurrency: int) -> RequestRecord:
+    """One listener arriving after ``delay`` and playing its audio in real time from the first chunk."""
     await asyncio.sleep(delay)
     started = time.monotonic()
     session = runtime.open_session(SynthesisParams(voice=voice), pace=True)
     session.push_text(TEXT)
     session.close()
-    clock, first = PlaybackClock(), None
+    clock, first, last = PlaybackClock(), None, None
     async for chunk in session:
         now = time.monotonic()
-        if len(chunk.samples) and first is None:
-            first = now - started
+        if len(chunk.samples):
+            first = first if first is not None else now - started
+            last = now - started
         clock.on_audio(now, len(chunk.samples) / chunk.sample_rate)
-    return first or 0.0, clock.stall_s, clock.audio_s
+    return RequestRecord(
+        transport="in-process",
+        voice=voice,
+        chars=len(TEXT),
+        started_s=delay,
+        first_audio_s=first,
+        last_audio_s=last,
+        audio_s=clock.audio_s,
+        rtf=last / clock.audio_s if last is not None and clock.audio_s else None,
+        underruns=len(clock.stalls),
+        underrun_s=clock.stall_s,
+        concurrency=concurrency,
+        underrun_at_s=tuple(stall.at_s for stall in clock.stalls),
+    )
 
 
-def p90(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-
-
-Report = Callable[[dict[str, object]], None]
-
-
-def capacity(runtime: Runtime, voice: str, rounds: int, spread: float, report: Report, start: int = 1) -> int:
-    """The most listeners that held in every round: no stall, and P90 first audio within 3× a lone one's.
-    The search starts at ``start`` listeners (what fewer cores held) and assumes fewer would hold too."""
-    lone = statistics.median(asyncio.run(_round(runtime, voice, 1, 0.0))[0][0][0] for _ in range(3))
-    held, listeners = start - 1, start
-    while True:
-        rows = [asyncio.run(_round(runtime, voice, listeners, spread)) for _ in range(rounds)]
-        firsts = [f for results, _ in rows for f, _ in results]
-        stalled = sum(1 for results, _ in rows for _, stall in results if stall > 0)
-        ok = stalled == 0 and p90(firsts) <= 3 * lone
-        report(
-            {
-                "listeners": listeners,
-                "requests": len(firsts),
-                "stalled": stalled,
-                "first_audio_p50_ms": round(statistics.median(firsts) * 1000),
-                "first_audio_p90_ms": round(p90(firsts) * 1000),
-                "lone_first_audio_ms": round(lone * 1000),
-                "audio_per_s": round(statistics.median(r[1] for r in rows), 1),
-                "held": ok,
-            }
-        )
-        if not ok:
-            return held
-        held = listeners
-        listeners += max(1, listeners // 4)
-
-
-async def _round(
-    runtime: Runtime, voice: str, listeners: int, spread: float
-) -> tuple[list[tuple[float, float]], float]:
-    """Each listener's (first audio, stall), and the round's audio seconds per second of wall time."""
-    delays = [random.uniform(0, spread) for _ in range(listeners)]
+async def measure(runtime: Runtime, voice: str, listeners: int, rounds: int, spread: float) -> LevelSummary:
+    """``rounds`` rounds of ``listeners`` arriving at random within ``spread`` seconds (a lone one at once)."""
+    records: list[RequestRecord] = []
     started = time.monotonic()
-    results = await asyncio.gather(*(listener(runtime, voice, d) for d in delays))
-    audio = sum(r[2] for r in results)
-    return [(r[0], r[1]) for r in results], audio / (time.monotonic() - started)
+    for _ in range(rounds):
+        delays = [random.uniform(0, spread) if listeners > 1 else 0.0 for _ in range(listeners)]
+        records += await asyncio.gather(*(listener(runtime, voice, d, listeners) for d in delays))
+    return summarize(f"{listeners} listeners", listeners, records, time.monotonic() - started)
 
 
 def main() -> None:
@@ -225,15 +205,18 @@ def main() -> None:
     for cores in (int(c) for c in args.cores.split(",")):
         runtime = simulated_runtime(args.engine, costs, cores)
 
-        def report(row: dict[str, object], cores: int = cores) -> None:
-            print(json.dumps({"cores": cores, **row}), flush=True)
+        async def level(n: int, runtime: Runtime = runtime, cores: int = cores) -> LevelSummary:
+            summary = await measure(runtime, voice, n, args.rounds, args.spread)
+            print(json.dumps({"cores": cores, **summary.to_json()}, default=str), flush=True)
+            return summary
 
         try:
-            start = max([1, *found.values()])
-            found[cores] = capacity(runtime, voice, args.rounds, args.spread, report, start)
+            result = asyncio.run(find_capacity(level))
         finally:
             runtime.close()
-        print(json.dumps({"cores": cores, "capacity": found[cores]}), flush=True)
+        found[cores] = result.capacity
+        verdicts = [f"{v.concurrency}: {v.reason}" for v in result.verdicts]
+        print(json.dumps({"cores": cores, "capacity": result.capacity, "verdicts": verdicts}), flush=True)
     print(json.dumps({"engine": args.engine, "capacity_by_cores": found}), flush=True)
 
 

@@ -12,8 +12,9 @@ taking all of them: a job runs with the widest thread count in ``levels`` that f
 free now and an equal share of the cores among the streams producing audio, and waits while no core
 is free. One stream alone decodes on every core; two on two cores decode side by side, one core each.
 
-A job already late when it is started (its latest start has passed: a first audio, or a listener about
-to run dry) takes every free core, shared only with the other late jobs. A job that would be late by
+A job whose result is already due when it is started (a first audio, or a listener about to run dry)
+takes its equal share of the cores with the other such jobs, within the free ones, at the thread level
+nearest that share. A job that would be late by
 waiting for a core may stop running jobs that can afford it: those whose deadline still leaves room
 for the late job's work and their own again. The pool stops such a job's model call in flight and the
 call is made again once the job is readmitted (:mod:`voxserve.engines.preemption`). So a caller who
