@@ -108,7 +108,7 @@ def main() -> None:
     args = parser.parse_args()
     global VERBOSE
     VERBOSE = args.verbose
-    settings = Settings(_env_file=None, engines=[args.engine], intra_op_threads=args.threads)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, engines=[args.engine], intra_op_threads=args.threads)
     tuning = Tuning(decode_mode=args.mode, elastic_threads=not args.no_elastic)
     runtime = Runtime(settings, tuning)
     runtime.load(warm=True)

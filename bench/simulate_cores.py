@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from bench.concurrency import VOICES
 from voxserve.benchmark.capacity import find_capacity
 from voxserve.benchmark.records import RequestRecord
 from voxserve.benchmark.stats import LevelSummary, summarize
@@ -53,7 +54,6 @@ TEXT = (
     "Thanks for calling, I can help you with that today. Your order shipped yesterday afternoon and should "
     "arrive by Thursday, weather permitting. Is there anything else I can check for you while we are on the line?"
 )
-VOICES = {"kokoro": "af_heart", "piper": "en_US-joe-medium"}
 
 
 @dataclass(frozen=True)

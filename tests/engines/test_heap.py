@@ -15,13 +15,13 @@ from voxserve.engines.heap import HeapTrimmer
 # mmap threshold, so they live in the heap, each followed by a small one that stays. Freeing the large
 # ones leaves holes the heap cannot give back by shrinking its top; only a trim returns them.
 SCENARIO = """
-import ctypes, ctypes.util, json
+import ctypes, json
 from voxserve.engines.heap import HeapTrimmer
 def rss():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS"):
             return int(line.split()[1]) / 1024
-libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+libc = ctypes.CDLL(None)
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
 blocks, pins = [], []

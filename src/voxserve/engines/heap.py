@@ -11,20 +11,19 @@ instead of its peak. It does nothing where the C library has no ``malloc_trim`` 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import logging
+import functools
 import threading
 from collections.abc import Callable
-
-log = logging.getLogger(__name__)
 
 TRIM_EVERY_S = 5.0  # seldom enough that allocations after a trim (page faults) cost little
 
 
+@functools.cache
 def _malloc_trim() -> Callable[[], None] | None:
+    """glibc's ``malloc_trim(0)`` from the symbols already loaded in this process (no library search,
+    which would start a subprocess), once per process; None where the C library has none."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
