@@ -58,7 +58,8 @@ TEXT = (
 
 @dataclass(frozen=True)
 class Costs:
-    """Seconds of model work at one thread count: per segment front, per window, per decoded second."""
+    """Seconds of model work at one thread count: per segment front, per model call, per decoded second
+    (context included)."""
 
     front_s: float
     window_s: float
@@ -95,13 +96,17 @@ def learn(engine_name: str) -> LearnedCosts:
         voice = VOICES[engine_name]
         segments = runtime.frontend.phonemize(TEXT, "en-us", engine.alphabet, max_phonemes=engine.max_phonemes)
         first_s = runtime.tuning.window_first_ms / 1000
-        context_s = runtime.window_config().context_s
+        config = runtime.window_config()
         measured = []
         for threads in (1, 2):
             fit = engine.window_cost.fit(threads) if engine.window_cost is not None else None
             if fit is None:
                 raise RuntimeError(f"{engine_name} learned no window cost at {threads} threads")
-            window_s, audio_s = fit
+            # the fit's per-window cost counts a middle window's context on both sides; a call is charged
+            # for the audio it decodes, context included, so the per-call part is what remains
+            audio_s = fit[1]
+            window_s = max(0.0, fit[0] - 2 * config.context_s * audio_s)
+            first_decoded_s = first_s + config.first_context_s + config.max_lead_s / 2
             fronts = []
             for _ in range(3):
                 for segment in segments:
@@ -110,7 +115,7 @@ def learn(engine_name: str) -> LearnedCosts:
                         for _piece in engine.stream(segment.phonemes, voice, first_window_s=first_s):
                             break
                         first = time.perf_counter() - started
-                    fronts.append(first - (window_s + audio_s * (first_s + 2 * context_s)))
+                    fronts.append(first - (window_s + audio_s * first_decoded_s))
             measured.append(Costs(max(0.0, statistics.median(fronts)), window_s, audio_s))
         return LearnedCosts(*measured)
     finally:

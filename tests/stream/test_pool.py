@@ -205,6 +205,47 @@ async def test_overdue_jobs_get_the_thread_level_nearest_their_share_not_the_one
         pool.close()
 
 
+async def test_streams_past_their_deadline_share_the_cores_even_between_their_jobs() -> None:
+    """Two streams whose listeners are short of audio take turns submitting windows. Each window gets
+    its share of the cores, not all of them because the other stream's next job is not queued yet:
+    taking turns on every core is slower than side by side, and both fell behind (seen simulated)."""
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
+    try:
+        dry = time.monotonic() - 0.1
+        with pool.streaming(lambda: dry), pool.streaming(lambda: dry):
+            assert await pool.run(current_thread_budget, deadline=dry) == 1
+        with pool.streaming(lambda: dry), pool.streaming(lambda: time.monotonic() + 5):
+            assert await pool.run(current_thread_budget, deadline=dry) == 2  # the other has audio in hand
+    finally:
+        pool.close()
+
+
+async def test_a_new_streams_first_audio_does_not_overtake_a_listener_about_to_run_dry() -> None:
+    pool = WorkerPool(1)
+    order: list[str] = []
+    gate = threading.Event()
+    try:
+        blocker = asyncio.ensure_future(pool.run(gate.wait))
+        await asyncio.sleep(0.05)  # the single worker is now busy
+        now = time.monotonic()
+        # a listener runs dry in 0.2 s and its window takes 0.5 s: it should have started already
+        playing = asyncio.ensure_future(
+            pool.run(lambda: order.append("window of a playing stream"), deadline=now + 0.2, cost=0.5)
+        )
+        # a caller who just arrived: its first audio is due now, and can start no earlier than now
+        first = asyncio.ensure_future(
+            pool.run(lambda: order.append("first audio of a new one"), deadline=now, cost=0.3, playing=False)
+        )
+        await asyncio.sleep(0.05)
+        gate.set()
+        await asyncio.gather(blocker, playing, first)
+        assert order == ["window of a playing stream", "first audio of a new one"]
+    finally:
+        pool.close()
+
+
 async def test_a_jobs_cores_are_free_before_its_result_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
     """The caller's next job, sent the moment a result arrives, must find the cores that job used
     (under load the result could arrive first, and the next first-audio job ran on one core)."""

@@ -4,8 +4,9 @@ Every unit of model work (a segment's text, or one decoder window) is submitted 
 moment its listener would run out of audio (a new stream's first audio is due at once), and the work
 it is expected to cost, learned on this machine (:class:`voxserve.engines.windowing.WindowCost`).
 Jobs run in order of their latest start, ``deadline - cost``: the job with the least time to spare
-first. So a new caller's first audio comes before later audio of a stream that is ahead, and a
-stream close to running dry comes before both.
+first; a first audio's latest start is its arrival (it cannot start sooner). So a new caller's first
+audio comes before later audio of a stream that is ahead, and a stream close to running dry comes
+before both: a stream already playing does not run dry for one that arrived after it.
 
 With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), jobs share the cores instead of each
 taking all of them: a job runs with the widest thread count in ``levels`` that fits both the cores
@@ -14,7 +15,9 @@ is free. One stream alone decodes on every core; two on two cores decode side by
 
 A job whose result is already due when it is started (a first audio, or a listener about to run dry)
 takes its equal share of the cores with the other such jobs, within the free ones, at the thread level
-nearest that share. A job that would be late by
+nearest that share. Streams tell the pool their deadline (:meth:`WorkerPool.streaming`), so one that
+is due counts among them between its jobs too: two streams short of audio decode side by side rather
+than taking turns on every core. A job that would be late by
 waiting for a core may stop running jobs that can afford it: those whose deadline still leaves room
 for the late job's work and their own again. The pool stops such a job's model call in flight and the
 call is made again once the job is readmitted (:mod:`voxserve.engines.preemption`). So a caller who
@@ -48,7 +51,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(order=True)
 class _Job:
-    deadline: float
+    start_by: float  # its latest start: the order jobs run in
     seq: int
     fn: Callable[[], Any] = field(compare=False)
     loop: asyncio.AbstractEventLoop = field(compare=False)
@@ -63,6 +66,13 @@ class _Job:
     def overdue(self, now: float) -> bool:
         """Whether its result is already needed: a first audio, or a listener that has run dry."""
         return self.due <= now
+
+
+@dataclass(frozen=True, eq=False)  # each entry is its own stream: compared by identity
+class _Stream:
+    """A stream producing audio (see :meth:`WorkerPool.streaming`)."""
+
+    deadline: Callable[[], float] | None
 
 
 class _Hold:
@@ -112,7 +122,7 @@ class WorkerPool:
         self._seq = itertools.count()
         self._closed = False
         self._busy = 0
-        self._streams = 0
+        self._streams: list[_Stream] = []
         self._running: list[_Hold] = []
         self._waiting: list[tuple[float, int, _Hold]] = []  # stopped jobs waiting for cores, by deadline
         self._asked = 0  # running jobs asked to give their cores back, not yet done so
@@ -141,21 +151,26 @@ class WorkerPool:
             return SchedulerStats(len(self._running), len(self._heap) + len(self._waiting), self.preemptions)
 
     @contextlib.contextmanager
-    def streaming(self) -> Iterator[None]:
-        """Count the caller as a stream producing audio while inside the block (see :attr:`load`)."""
+    def streaming(self, deadline: Callable[[], float] | None = None) -> Iterator[None]:
+        """Count the caller as a stream producing audio while inside the block (see :attr:`load`).
+
+        ``deadline`` tells when the stream's listener next needs audio (read under the pool's lock, so
+        it must be quick): a stream past it counts among the overdue ones that share the cores even
+        between its jobs, while its last audio is delivered and its next job not yet submitted."""
+        entry = _Stream(deadline)
         with self._cond:
-            self._streams += 1
+            self._streams.append(entry)
         try:
             yield
         finally:
             with self._cond:
-                self._streams -= 1
+                self._streams.remove(entry)
 
     @property
     def streams(self) -> int:
         """Streams producing audio now (inside :meth:`streaming`)."""
         with self._cond:
-            return self._streams
+            return len(self._streams)
 
     @property
     def load(self) -> float:
@@ -167,7 +182,7 @@ class WorkerPool:
     def share(self) -> tuple[int | None, float]:
         """(threads a stream's job gets now, or None without shared cores; streams per job slot, >= 1)."""
         with self._cond:
-            streams = self._streams
+            streams = len(self._streams)
             if self.cores is None:
                 return None, max(1.0, streams / len(self._threads))
             threads = self._level(self.cores)
@@ -176,17 +191,24 @@ class WorkerPool:
     def _level(self, free: int) -> int:
         """The widest thread level within ``free`` cores and the streams' equal share (lock held)."""
         assert self.cores is not None
-        fair = max(1, self.cores // max(1, self._streams))
+        fair = max(1, self.cores // max(1, len(self._streams)))
         return next(n for n in self._levels if n <= min(free, fair))
 
-    async def run(self, fn: Callable[[], T], *, deadline: float | None = None, cost: float = 0.0) -> T:
-        """Run ``fn()`` on a worker when its turn comes: least time to spare first (``deadline`` less the
-        expected ``cost`` in seconds of work; no deadline: due now). A job that would start late
-        may stop running jobs that can afford it (see the module docstring)."""
+    async def run(
+        self, fn: Callable[[], T], *, deadline: float | None = None, cost: float = 0.0, playing: bool = True
+    ) -> T:
+        """Run ``fn()`` on a worker when its turn comes: least time to spare first.
+
+        ``deadline`` (default: now) is when the result is needed and ``cost`` the expected seconds of
+        work. A ``playing`` stream's listener runs dry at the deadline, so the job must start ``cost``
+        before it; a new stream's first audio (not ``playing``) is due on arrival and can only start
+        then, so it never overtakes a playing stream whose listener needs audio sooner. A job that
+        would start late may stop running jobs that can afford it (see the module docstring)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         due = deadline if deadline is not None else time.monotonic()
-        job = _Job(due, next(self._seq), fn, loop, future, due, max(cost, 0.0))
+        cost = max(cost, 0.0)
+        job = _Job(due - cost if playing else due, next(self._seq), fn, loop, future, due, cost)
         with self._cond:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
@@ -202,7 +224,7 @@ class WorkerPool:
         if self.cores is None or self._busy >= len(self._threads):
             return  # no shared cores to hand over, or no idle worker could run it anyway
         now = time.monotonic()
-        ahead = [j for j in self._heap if j is not job and (j.deadline, j.seq) < (job.deadline, job.seq)]
+        ahead = [j for j in self._heap if j is not job and (j.start_by, j.seq) < (job.start_by, job.seq)]
         want = self._overdue_level(self.cores, self._overdue(now)) if job.overdue(now) else 1
         coming = self._free + sum(h.threads or 0 for h in self._running if h.asked) - len(ahead)
         if coming >= want:
@@ -245,14 +267,14 @@ class WorkerPool:
             self._free += hold.threads or 0
             self._running.remove(hold)
             self.preemptions += 1
-            log.debug("stopped a job due in %.2f s for a stream's first audio", hold.job.deadline - time.monotonic())
-            entry = (hold.job.deadline, hold.job.seq, hold)
+            log.debug("stopped a job due in %.2f s for a stream's first audio", hold.job.due - time.monotonic())
+            entry = (hold.job.start_by, hold.job.seq, hold)
             heapq.heappush(self._waiting, entry)
             self._cond.notify_all()
             while not self._closed and not (
                 self._free >= 1
                 and self._waiting[0] is entry
-                and (not self._heap or (self._heap[0].deadline, self._heap[0].seq) > entry[:2])
+                and (not self._heap or (self._heap[0].start_by, self._heap[0].seq) > entry[:2])
             ):
                 self._cond.wait()
             self._waiting.remove(entry)
@@ -270,13 +292,16 @@ class WorkerPool:
         if self.cores is None:
             return True
         top = self._heap[0]
-        if self._free < 1 or (self._waiting and self._waiting[0][:2] < (top.deadline, top.seq)):
+        if self._free < 1 or (self._waiting and self._waiting[0][:2] < (top.start_by, top.seq)):
             return False
         return not (top.overdue(time.monotonic()) and self._asked)  # cores are being freed: take them at once
 
-    def _overdue(self, now: float) -> int:
-        """Jobs queued or running whose result is already needed (lock held)."""
-        return sum(h.job.overdue(h.started) for h in self._running) + sum(j.overdue(now) for j in self._heap)
+    def _overdue(self, now: float, starting: int = 0) -> int:
+        """Jobs whose result is already needed, ``starting`` ones included: queued, running, or to come
+        from streams past their deadline between two jobs, whichever count is larger (lock held)."""
+        jobs = sum(h.job.overdue(h.started) for h in self._running) + sum(j.overdue(now) for j in self._heap)
+        streams = sum(s.deadline is not None and s.deadline() <= now for s in self._streams)
+        return max(jobs + starting, streams)
 
     def _overdue_level(self, free: int, overdue: int) -> int:
         """An overdue job's threads: its equal share of the cores with the other overdue jobs, within the
@@ -292,7 +317,7 @@ class WorkerPool:
         if self.cores is None:
             return None
         if overdue:
-            return self._overdue_level(self._free, 1 + self._overdue(time.monotonic()))
+            return self._overdue_level(self._free, self._overdue(time.monotonic(), starting=1))
         return self._level(self._free)
 
     def close(self, wait: bool = True) -> None:

@@ -207,7 +207,7 @@ class SynthesisSession:
                 if segment is _END:
                     break
                 assert isinstance(segment, TextSegment)
-                with self._pool.streaming():
+                with self._pool.streaming(self._deadline):
                     await self._speak(segment)
             if self._samples_out == 0:
                 if not self._chars:
@@ -244,7 +244,8 @@ class SynthesisSession:
                 result = fn()  # type: ignore[operator]
             return result, spent()
 
-        result, spent = await self._pool.run(run, deadline=self._deadline(), cost=cost)
+        playing = self._clock.first_at is not None
+        result, spent = await self._pool.run(run, deadline=self._deadline(), cost=cost, playing=playing)
         self._compute_s += spent
         return result
 
