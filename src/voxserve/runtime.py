@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from voxserve.engines.base import Engine
 from voxserve.engines.batching import BatchPolicy
-from voxserve.engines.heap import HeapTrimmer
+from voxserve.engines.heap import HeapTrimmer, cap_heaps
 from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.onnx import SessionFactory, thread_budget
 from voxserve.engines.registry import ENGINES, EngineLoad, EngineLoader
@@ -91,6 +91,8 @@ class Runtime:
                 elastic=self._elastic(),
                 read_sealed=self.store.read_sealed,
             )
+            if not factory.on_gpu:
+                cap_heaps(cores)  # before the sessions start their threads
             self._batch = batch_policy(self.settings, self.tuning, factory.on_gpu)
             self._cores, self._on_gpu = factory.intra_op_threads, factory.on_gpu
             windows, precision = self.window_config(), self.settings.precision

@@ -59,3 +59,37 @@ def test_the_timer_trims_until_stopped() -> None:
     assert trims >= 3
     time.sleep(0.2)
     assert trimmer.trims == trims
+
+
+# Six threads allocating at once, then glibc's own report of its heaps (one "Arena n:" block each).
+ARENAS = """
+import ctypes, sys, threading
+from voxserve.engines.heap import cap_heaps
+if sys.argv[1] == "capped":
+    assert cap_heaps(2)
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+together = threading.Barrier(6)
+def allocate():
+    together.wait()
+    for _ in range(1000):
+        libc.malloc(1000)
+threads = [threading.Thread(target=allocate) for _ in range(6)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+libc.malloc_stats()
+"""
+
+
+def _heaps(mode: str) -> int:
+    stats = subprocess.run([sys.executable, "-c", ARENAS, mode], capture_output=True, text=True, check=True).stderr
+    return sum(line.startswith("Arena ") for line in stats.splitlines())
+
+
+def test_threads_share_as_many_heaps_as_they_are_capped_to() -> None:
+    if not HeapTrimmer().available:
+        pytest.skip("this C library is not glibc")
+    assert _heaps("free") >= 5  # a heap per thread that allocates
+    assert _heaps("capped") <= 2

@@ -6,6 +6,10 @@ then come from the C allocator, which keeps freed memory in per-thread heaps for
 with a dozen worker and ONNX Runtime threads collects much of it. :class:`HeapTrimmer` asks glibc
 (``malloc_trim``) every few seconds to return what is free, so the resident size follows the load
 instead of its peak. It does nothing where the C library has no ``malloc_trim`` (musl, macOS).
+
+glibc also gives threads that allocate at the same moment heaps of their own (arenas), up to eight per
+core, and memory freed in one heap is not reused by another. :func:`cap_heaps` limits them to one per
+core (no more threads than cores allocate at once) before the engines start their threads.
 """
 
 from __future__ import annotations
@@ -28,6 +32,29 @@ def _malloc_trim() -> Callable[[], None] | None:
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return lambda: trim(0)
+
+
+M_ARENA_MAX = -8  # glibc's mallopt() parameter: the most heaps (arenas) threads may get
+
+
+@functools.cache
+def _mallopt() -> Callable[[int, int], int] | None:
+    """glibc's ``mallopt`` from the symbols already loaded, once per process; None where there is none."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return None
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return lambda param, value: int(mallopt(param, value))
+
+
+def cap_heaps(count: int) -> bool:
+    """Let threads share at most ``count`` C heaps; False where glibc is not there to ask.
+
+    Process-wide, and only for heaps made from now on: glibc fixes its own limit once a ninth heap is
+    made, so call it before the threads that will allocate are started."""
+    mallopt = _mallopt()
+    return mallopt is not None and mallopt(M_ARENA_MAX, max(1, count)) == 1
 
 
 class HeapTrimmer:
