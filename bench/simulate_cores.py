@@ -20,7 +20,11 @@ everything real except the model work:
    (:func:`voxserve.benchmark.capacity.find_capacity`: doubling, then bisecting) finds the most
    listeners whose requests stall at most 1 % and whose P90 first audio stays within 3× a lone one's.
 
-    .venv/bin/python -m bench.simulate_cores --engine kokoro [--cores 2,4,8,16] [--rounds 3]
+    .venv/bin/python -m bench.simulate_cores --engine kokoro [--cores 2,4,8,16] [--rounds 3] [--costs FILE]
+
+``--costs`` takes the costs another run learned (its first printed line) instead of learning them, so
+two source trees are compared on the same costs: run this file with the other tree's ``src`` first on
+``PYTHONPATH``.
 
 What it leaves out: memory bandwidth and caches shared between cores (real cores scale worse than
 waits do), and the server's transport work (HTTP, encoding), which runs on the real cores here. Run at
@@ -201,9 +205,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per listener count")
     parser.add_argument("--spread", type=float, default=2.0, help="listeners arrive within this many seconds")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--costs", help="the first line another run printed, in a file: its learned costs (to compare two trees)"
+    )
     args = parser.parse_args()
     random.seed(args.seed)
-    costs = learn(args.engine)
+    if args.costs:
+        with open(args.costs) as f:
+            learned = json.loads(f.readline())["learned"]
+        costs = LearnedCosts(Costs(**learned["one_thread"]), Costs(**learned["two_threads"]))
+    else:
+        costs = learn(args.engine)
     print(json.dumps({"learned": {"one_thread": costs.one.__dict__, "two_threads": costs.two.__dict__}}), flush=True)
     voice = VOICES[args.engine]
     found: dict[int, int] = {}
