@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import threading
 import time
@@ -34,23 +35,30 @@ async def test_exceptions_reach_the_caller() -> None:
         pool.close()
 
 
-async def test_earliest_deadline_runs_first() -> None:
+async def _run_order(jobs: dict[str, dict[str, Any]]) -> list[str]:
+    """The order a single busy worker runs ``jobs`` (name: ``pool.run`` keywords) in once it is free."""
     pool = WorkerPool(1)
     order: list[str] = []
     gate = threading.Event()
     try:
         blocker = asyncio.ensure_future(pool.run(gate.wait))
         await asyncio.sleep(0.05)  # the single worker is now busy
-        now = time.monotonic()
-        late = asyncio.ensure_future(pool.run(lambda: order.append("later chunk of a long stream"), deadline=now + 5))
-        early = asyncio.ensure_future(pool.run(lambda: order.append("first chunk of a new request"), deadline=now))
+        queued = [asyncio.ensure_future(pool.run(functools.partial(order.append, n), **kw)) for n, kw in jobs.items()]
         await asyncio.sleep(0.05)
-        assert pool.queue_depth == 2
+        assert pool.queue_depth == len(jobs)
         gate.set()
-        await asyncio.gather(blocker, late, early)
-        assert order == ["first chunk of a new request", "later chunk of a long stream"]
+        await asyncio.gather(blocker, *queued)
+        return order
     finally:
         pool.close()
+
+
+async def test_earliest_deadline_runs_first() -> None:
+    now = time.monotonic()
+    order = await _run_order(
+        {"later chunk of a long stream": {"deadline": now + 5}, "first chunk of a new request": {"deadline": now}}
+    )
+    assert order == ["first chunk of a new request", "later chunk of a long stream"]
 
 
 async def test_cancelled_jobs_are_skipped() -> None:
@@ -223,27 +231,16 @@ async def test_streams_past_their_deadline_share_the_cores_even_between_their_jo
 
 
 async def test_a_new_streams_first_audio_does_not_overtake_a_listener_about_to_run_dry() -> None:
-    pool = WorkerPool(1)
-    order: list[str] = []
-    gate = threading.Event()
-    try:
-        blocker = asyncio.ensure_future(pool.run(gate.wait))
-        await asyncio.sleep(0.05)  # the single worker is now busy
-        now = time.monotonic()
-        # a listener runs dry in 0.2 s and its window takes 0.5 s: it should have started already
-        playing = asyncio.ensure_future(
-            pool.run(lambda: order.append("window of a playing stream"), deadline=now + 0.2, cost=0.5)
-        )
-        # a caller who just arrived: its first audio is due now, and can start no earlier than now
-        first = asyncio.ensure_future(
-            pool.run(lambda: order.append("first audio of a new one"), deadline=now, cost=0.3, playing=False)
-        )
-        await asyncio.sleep(0.05)
-        gate.set()
-        await asyncio.gather(blocker, playing, first)
-        assert order == ["window of a playing stream", "first audio of a new one"]
-    finally:
-        pool.close()
+    now = time.monotonic()
+    order = await _run_order(
+        {
+            # a listener runs dry in 0.2 s and its window takes 0.5 s: it should have started already
+            "window of a playing stream": {"deadline": now + 0.2, "cost": 0.5},
+            # a caller who just arrived: its first audio is due now, and can start no earlier than now
+            "first audio of a new one": {"deadline": now, "cost": 0.3, "playing": False},
+        }
+    )
+    assert order == ["window of a playing stream", "first audio of a new one"]
 
 
 async def test_a_jobs_cores_are_free_before_its_result_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
