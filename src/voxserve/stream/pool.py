@@ -124,7 +124,7 @@ class WorkerPool:
         self._busy = 0
         self._streams: list[_Stream] = []
         self._running: list[_Hold] = []
-        self._waiting: list[tuple[float, int, _Hold]] = []  # stopped jobs waiting for cores, by deadline
+        self._waiting: list[tuple[float, int, _Hold]] = []  # stopped jobs waiting for cores, by latest start
         self._asked = 0  # running jobs asked to give their cores back, not yet done so
         self.preemptions = 0  # model calls stopped for a job that was running late (for tests and metrics)
         self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
