@@ -21,6 +21,11 @@ everything real except the model work:
    listeners whose requests stall at most 1 % and whose P90 first audio stays within 3× a lone one's.
 
     .venv/bin/python -m bench.simulate_cores --engine kokoro [--cores 2,4,8,16] [--rounds 3] [--costs FILE]
+        [--levels 12,14 --seed N]
+
+``--levels`` measures those listener counts at each core count instead of searching: several runs
+with different ``--seed`` at once (each waits far more than it computes) give a larger sample of one
+load than the search's three rounds.
 
 ``--costs`` takes the costs another run learned (its first printed line) instead of learning them, so
 two source trees are compared on the same costs: run this file with the other tree's ``src`` first on
@@ -205,6 +210,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per listener count")
     parser.add_argument("--spread", type=float, default=2.0, help="listeners arrive within this many seconds")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--levels", help="listener counts to measure (e.g. 3,4) instead of searching for capacity")
     parser.add_argument(
         "--costs", help="the first line another run printed, in a file: its learned costs (to compare two trees)"
     )
@@ -228,6 +234,10 @@ def main() -> None:
             return summary
 
         try:
+            if args.levels:
+                for n in (int(n) for n in args.levels.split(",")):
+                    asyncio.run(level(n))
+                continue
             result = asyncio.run(find_capacity(level))
         finally:
             runtime.close()

@@ -251,16 +251,55 @@ async def test_a_jobs_cores_are_free_before_its_result_arrives(monkeypatch: pyte
 
     pool = WorkerPool(4, cores=2, levels=(2, 1))
     free_at_delivery: list[int] = []
-    deliver = pool_module._deliver
+    deliver = pool_module.deliver
 
     def watching(*args: Any) -> None:
         free_at_delivery.append(pool._free)
         deliver(*args)
 
-    monkeypatch.setattr(pool_module, "_deliver", watching)
+    monkeypatch.setattr(pool_module, "deliver", watching)
     try:
         with pool.streaming():
             assert await pool.run(current_thread_budget) == 2
         assert free_at_delivery == [2]
+    finally:
+        pool.close()
+
+
+async def test_a_job_that_can_wait_leaves_the_free_core_to_a_stream_between_two_jobs() -> None:
+    """A stream whose window just ended submits its next one a moment later. A job of a stream far ahead
+    that took the core freed in between would leave it none until that job is done (seen simulated: the
+    short stream's listener ran dry); it waits for the short stream instead."""
+    pool = WorkerPool(2, cores=1, levels=(1,))
+    order: list[str] = []
+    try:
+        now = time.monotonic()
+        with pool.streaming(lambda: now + 5) as ahead:
+            with pool.streaming(lambda: now + 0.05) as short:
+                far = asyncio.ensure_future(
+                    pool.run(functools.partial(order.append, "far ahead"), deadline=now + 5, cost=1.0, stream=ahead)
+                )
+                await asyncio.sleep(0.1)
+                assert order == []  # the core is free, but the short stream needs it before 1 s of work is done
+                await pool.run(functools.partial(order.append, "short"), deadline=now + 0.05, cost=0.01, stream=short)
+            await asyncio.wait_for(far, 1.0)  # the short stream is gone: the far job runs at once
+        assert order == ["short", "far ahead"]
+    finally:
+        pool.close()
+
+
+async def test_a_job_holds_its_cores_only_until_another_stream_needs_one() -> None:
+    pool = WorkerPool(2, cores=2, levels=(2, 1))
+    try:
+        now = time.monotonic()
+        with pool.streaming(lambda: now + 9) as mine:
+            assert pool.hold_limit(mine, 1) == float("inf")  # nobody else
+            with pool.streaming(lambda: now + 0.3):
+                # one other stream: it can have the second core whenever it needs one
+                assert pool.hold_limit(mine, 1) == float("inf")
+                with pool.streaming(lambda: now + 0.6):
+                    # two others need both cores by 0.6 s: this job must be done by then
+                    assert pool.hold_limit(mine, 1) == pytest.approx(0.6, abs=0.05)
+                    assert pool.hold_limit(mine, 2) == pytest.approx(0.3, abs=0.05)  # on both cores: by 0.3 s
     finally:
         pool.close()

@@ -121,6 +121,9 @@ class _Pool:
     def share(self) -> tuple[int, float]:
         return 1, 1.0
 
+    def hold_limit(self, stream: object, threads: int) -> float:
+        return float("inf")  # no other stream needs a core
+
 
 def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_ahead() -> None:
     import time
@@ -146,3 +149,23 @@ def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_ahead(
     assert window is not None and window < 1.0
     paced = SessionConfig(pace=True, max_window_s=2.0, max_unpaced_window_s=4.0)
     assert planner(paced, 10.0).next_s() == 2.0  # a listener's stream is always within the paced maximum
+
+
+def test_a_window_holds_its_core_no_longer_than_the_other_streams_can_spare() -> None:
+    held = next_window_s(5.0, FIRST, LARGEST, WIDE, load=1.0, hold_s=1.0)
+    assert MARGIN * (WIDE[0] + WIDE[1] * held) == pytest.approx(1.0)
+    # but never below a first window: smaller ones would lose ground to their own context
+    assert next_window_s(5.0, FIRST, LARGEST, WIDE, load=1.0, hold_s=0.0) == FIRST
+
+
+def test_the_window_after_a_small_first_one_is_done_before_the_listener_runs_dry() -> None:
+    """A stream that started with a small first window while alone, and finds others sharing the cores
+    at its second: the window that gains at that load takes longer than the audio it has, so it gets
+    one that can be done in time on its own core instead (seen simulated: a stall right after the first
+    window)."""
+    cost, load = (0.16, 0.3), 2.0
+    gaining = start_window_s(FIRST, LARGEST, cost, load)
+    assert cost[0] + cost[1] * gaining > FIRST  # would stall even if started at once
+    window = next_window_s(FIRST, FIRST, LARGEST, cost, load)
+    assert window == start_window_s(FIRST, LARGEST, cost, 1.0)  # the window a stream alone starts with
+    assert cost[0] + cost[1] * window < FIRST

@@ -17,9 +17,12 @@ A job whose result is already due when it is started (a first audio, or a listen
 takes its equal share of the cores with the other such jobs, within the free ones, at the thread level
 nearest that share. Streams tell the pool their deadline (:meth:`WorkerPool.streaming`), so one that
 is due counts among them between its jobs too: two streams short of audio decode side by side rather
-than taking turns on every core. A job that would be late by
-waiting for a core may stop running jobs that can afford it: those whose deadline still leaves room
-for the late job's work and their own again. The pool stops such a job's model call in flight and the
+than taking turns on every core. A job that can still wait leaves the last free cores to streams
+between two jobs that need audio before it would be done, and :meth:`WorkerPool.hold_limit` tells a
+stream sizing its next window how long it may hold cores before another stream needs one.
+
+A job that would be late by waiting for a core may stop running jobs that can afford it: those whose
+deadline still leaves room for the late job's work and their own again. The pool stops such a job's model call in flight and the
 call is made again once the job is readmitted (:mod:`voxserve.engines.preemption`). So a caller who
 arrives while another stream plays does not wait for that stream's decoder window, and no stream is
 stopped for another if that would make its own listener run dry.
@@ -36,69 +39,15 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
-
-import onnxruntime as ort
 
 from voxserve.engines.onnx import set_thread_budget, thread_budget
 from voxserve.engines.preemption import preemptible
+from voxserve.stream.jobs import ActiveStream, Hold, Job, cancel, deliver, set_exception, set_result
 from voxserve.types import SchedulerStats
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-
-@dataclass(order=True)
-class _Job:
-    start_by: float  # its latest start: the order jobs run in
-    seq: int
-    fn: Callable[[], Any] = field(compare=False)
-    loop: asyncio.AbstractEventLoop = field(compare=False)
-    future: asyncio.Future[Any] = field(compare=False)
-    due: float = field(default=0.0, compare=False)  # when the result is needed
-    cost: float = field(default=0.0, compare=False)  # expected seconds of work
-
-    def late(self, now: float) -> bool:
-        """Whether the job's latest start has passed."""
-        return self.due - self.cost <= now
-
-    def overdue(self, now: float) -> bool:
-        """Whether its result is already needed: a first audio, or a listener that has run dry."""
-        return self.due <= now
-
-
-@dataclass(frozen=True, eq=False)  # each entry is its own stream: compared by identity
-class _Stream:
-    """A stream producing audio (see :meth:`WorkerPool.streaming`)."""
-
-    deadline: Callable[[], float] | None
-
-
-class _Hold:
-    """A running job's side of :class:`~voxserve.engines.preemption.Preemption`; its state is guarded
-    by the pool's lock."""
-
-    def __init__(self, pool: WorkerPool, job: _Job, threads: int | None, late: bool) -> None:
-        self.pool, self.job, self.threads, self.late = pool, job, threads, late
-        self.started = time.monotonic()
-        self.armed: ort.RunOptions | None = None  # the model call in flight
-        self.asked = False  # the pool wants this job's cores
-
-    def arm(self, options: ort.RunOptions) -> bool:
-        with self.pool._cond:
-            if self.asked:
-                return False
-            self.armed = options
-            return True
-
-    def disarm(self) -> bool:
-        with self.pool._cond:
-            self.armed = None
-            return self.asked
-
-    def resume(self) -> None:
-        self.pool._resume(self)
 
 
 class WorkerPool:
@@ -117,14 +66,14 @@ class WorkerPool:
         self.cores = cores
         self._levels = sorted(levels, reverse=True)
         self._free = cores or 0
-        self._heap: list[_Job] = []
+        self._heap: list[Job] = []
         self._cond = threading.Condition()
         self._seq = itertools.count()
         self._closed = False
         self._busy = 0
-        self._streams: list[_Stream] = []
-        self._running: list[_Hold] = []
-        self._waiting: list[tuple[float, int, _Hold]] = []  # stopped jobs waiting for cores, by latest start
+        self._streams: list[ActiveStream] = []
+        self._running: list[Hold] = []
+        self._waiting: list[tuple[float, int, Hold]] = []  # stopped jobs waiting for cores, by latest start
         self._asked = 0  # running jobs asked to give their cores back, not yet done so
         self.preemptions = 0  # model calls stopped for a job that was running late (for tests and metrics)
         self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
@@ -151,20 +100,21 @@ class WorkerPool:
             return SchedulerStats(len(self._running), len(self._heap) + len(self._waiting), self.preemptions)
 
     @contextlib.contextmanager
-    def streaming(self, deadline: Callable[[], float] | None = None) -> Iterator[None]:
+    def streaming(self, deadline: Callable[[], float] | None = None) -> Iterator[ActiveStream]:
         """Count the caller as a stream producing audio while inside the block (see :attr:`load`).
 
         ``deadline`` tells when the stream's listener next needs audio (read under the pool's lock, so
         it must be quick): a stream past it counts among the overdue ones that share the cores even
         between its jobs, while its last audio is delivered and its next job not yet submitted."""
-        entry = _Stream(deadline)
+        entry = ActiveStream(deadline)
         with self._cond:
             self._streams.append(entry)
         try:
-            yield
+            yield entry
         finally:
             with self._cond:
                 self._streams.remove(entry)
+                self._cond.notify_all()  # a job that left a core to it may take it now
 
     @property
     def streams(self) -> int:
@@ -188,6 +138,32 @@ class WorkerPool:
             threads = self._level(self.cores)
             return threads, max(1.0, streams / (self.cores // threads))
 
+    def hold_limit(self, stream: ActiveStream | None, threads: int) -> float:
+        """Seconds from now that a job of ``stream`` may hold ``threads`` cores without another stream
+        waiting for a core past its latest start (``inf``: nothing bounds it).
+
+        A job holds its cores until it is done, so a stream far ahead of its listener that decodes a
+        long window can leave one that is close to running dry without a core. The other streams that
+        hold no core need one by their latest start: a queued job's, or, between two jobs, the
+        stream's deadline. Taken tightest first, the i-th of them needs ``i * threads`` cores free by
+        then, counting the running jobs expected to be done by that moment; the job must be done by
+        the first moment that would otherwise fall short."""
+        if self.cores is None:
+            return math.inf
+        with self._cond:
+            now = time.monotonic()
+            running = [h for h in self._running if stream is None or h.job.stream is not stream]
+            waiting = [j for j in self._heap if stream is None or j.stream is not stream]
+            waiting += [h.job for _, _, h in self._waiting if stream is None or h.job.stream is not stream]
+            needs = [j.start_by for j in waiting]
+            needs += [s.deadline() for s in self._between(stream) if s.deadline is not None]
+            ends = [(h.started + h.job.cost, h.threads or 0) for h in running]
+            for i, need in enumerate(sorted(needs), 1):
+                free = self.cores - sum(n for end, n in ends if end > need)
+                if free - threads < i * threads:
+                    return need - now
+            return math.inf
+
     def _level(self, free: int) -> int:
         """The widest thread level within ``free`` cores and the streams' equal share (lock held)."""
         assert self.cores is not None
@@ -195,7 +171,13 @@ class WorkerPool:
         return next(n for n in self._levels if n <= min(free, fair))
 
     async def run(
-        self, fn: Callable[[], T], *, deadline: float | None = None, cost: float = 0.0, playing: bool = True
+        self,
+        fn: Callable[[], T],
+        *,
+        deadline: float | None = None,
+        cost: float = 0.0,
+        playing: bool = True,
+        stream: ActiveStream | None = None,
     ) -> T:
         """Run ``fn()`` on a worker when its turn comes: least time to spare first.
 
@@ -203,12 +185,13 @@ class WorkerPool:
         work. A ``playing`` stream's listener runs dry at the deadline, so the job must start ``cost``
         before it; a new stream's first audio (not ``playing``) is due on arrival and can only start
         then, so it never overtakes a playing stream whose listener needs audio sooner. A job that
-        would start late may stop running jobs that can afford it (see the module docstring)."""
+        would start late may stop running jobs that can afford it (see the module docstring).
+        ``stream`` names the stream the job makes audio for (see :meth:`hold_limit`)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         due = deadline if deadline is not None else time.monotonic()
         cost = max(cost, 0.0)
-        job = _Job(due - cost if playing else due, next(self._seq), fn, loop, future, due, cost)
+        job = Job(due - cost if playing else due, next(self._seq), fn, loop, future, due, cost, stream)
         with self._cond:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
@@ -217,7 +200,7 @@ class WorkerPool:
             self._cond.notify_all()
         return await future
 
-    def _preempt_for(self, job: _Job) -> None:
+    def _preempt_for(self, job: Job) -> None:
         """Stop running jobs so that ``job`` can start before its latest start, if it would otherwise
         wait past it: those with the most time to spare first, and only those that can still be done
         in time after ``job`` and their own work again (lock held)."""
@@ -247,18 +230,18 @@ class WorkerPool:
                 hold.armed.terminate = True
 
     @staticmethod
-    def _remaining(hold: _Hold, now: float) -> float:
+    def _remaining(hold: Hold, now: float) -> float:
         """Expected seconds until a running job is done."""
         return max(0.0, hold.job.cost - (now - hold.started))
 
     @staticmethod
-    def _spare(hold: _Hold, now: float) -> float:
+    def _spare(hold: Hold, now: float) -> float:
         """Seconds a running job could give away and still be done in time, doing its work again."""
         if hold.late or hold.job.cost <= 0:
             return 0.0  # late itself, or nothing known of its work: never stopped
         return hold.job.due - now - hold.job.cost
 
-    def _resume(self, hold: _Hold) -> None:
+    def _resume(self, hold: Hold) -> None:
         """A stopped job gives its cores back and waits to be readmitted, ahead of later deadlines."""
         with self._cond:
             if hold.asked:
@@ -271,12 +254,17 @@ class WorkerPool:
             entry = (hold.job.start_by, hold.job.seq, hold)
             heapq.heappush(self._waiting, entry)
             self._cond.notify_all()
-            while not self._closed and not (
-                self._free >= 1
-                and self._waiting[0] is entry
-                and (not self._heap or (self._heap[0].start_by, self._heap[0].seq) > entry[:2])
-            ):
-                self._cond.wait()
+            while not self._closed:
+                wake = None
+                if (
+                    self._free >= 1
+                    and self._waiting[0] is entry
+                    and (not self._heap or (self._heap[0].start_by, self._heap[0].seq) > entry[:2])
+                ):
+                    wake = self._yields(hold.job, time.monotonic())
+                    if wake is None:
+                        break
+                self._cond.wait(None if wake is None else max(0.0, wake - time.monotonic()))
             self._waiting.remove(entry)
             heapq.heapify(self._waiting)
             hold.threads = self._level(self._free) if self._free >= 1 else 1
@@ -285,16 +273,40 @@ class WorkerPool:
             self._running.append(hold)
         set_thread_budget(hold.threads)
 
-    def _ready(self) -> bool:
-        """Whether a worker may start the first queued job now (lock held)."""
+    def _ready(self) -> tuple[bool, float | None]:
+        """Whether a worker may start the first queued job now, and if not, when to look again (``None``:
+        when the pool changes) (lock held).
+
+        A job that can still wait (before its latest start) leaves the last free cores to the streams
+        between two jobs that need audio before it would be done (:meth:`_yields`): such a stream
+        submits its next job a moment after its last one ended, and taking the core it freed would
+        leave it none."""
         if not self._heap:
-            return False
+            return False, None
         if self.cores is None:
-            return True
+            return True, None
         top = self._heap[0]
         if self._free < 1 or (self._waiting and self._waiting[0][:2] < (top.start_by, top.seq)):
-            return False
-        return not (top.overdue(time.monotonic()) and self._asked)  # cores are being freed: take them at once
+            return False, None
+        now = time.monotonic()
+        if top.overdue(now) and self._asked:
+            return False, None  # cores are being freed: take them at once
+        wake = self._yields(top, now)
+        return wake is None, wake
+
+    def _yields(self, job: Job, now: float) -> float | None:
+        """When ``job`` may take a core after all (its latest start), if it should leave the free cores
+        to streams between two jobs that need audio before it would be done; else None (lock held)."""
+        if job.start_by <= now:
+            return None
+        short = sum(s.deadline() < now + job.cost for s in self._between() if s.deadline is not None)
+        return job.start_by if self._free - 1 < short else None
+
+    def _between(self, exclude: ActiveStream | None = None) -> list[ActiveStream]:
+        """Streams between two jobs: none of theirs queued, running or stopped (lock held)."""
+        busy = {h.job.stream for h in self._running} | {j.stream for j in self._heap}
+        busy |= {h.job.stream for _, _, h in self._waiting}
+        return [s for s in self._streams if s is not exclude and s not in busy]
 
     def _overdue(self, now: float, starting: int = 0) -> int:
         """Jobs whose result is already needed, ``starting`` ones included: queued, running, or to come
@@ -313,7 +325,7 @@ class WorkerPool:
         fitting = [n for n in self._levels if n <= free] or [1]
         return min(fitting, key=lambda n: (abs(math.log(n / share)), n))
 
-    def _threads_for(self, job: _Job, overdue: bool) -> int | None:
+    def _threads_for(self, job: Job, overdue: bool) -> int | None:
         if self.cores is None:
             return None
         if overdue:
@@ -326,7 +338,7 @@ class WorkerPool:
             pending, self._heap = self._heap, []
             self._cond.notify_all()
         for job in pending:
-            job.loop.call_soon_threadsafe(_cancel, job.future)
+            job.loop.call_soon_threadsafe(cancel, job.future)
         if wait:
             for thread in self._threads:
                 thread.join(timeout=30)
@@ -334,8 +346,11 @@ class WorkerPool:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._closed and not self._ready():
-                    self._cond.wait()
+                while not self._closed:
+                    ready, wake = self._ready()
+                    if ready:
+                        break
+                    self._cond.wait(None if wake is None else max(0.0, wake - time.monotonic()))
                 if self._closed and not self._heap:
                     return
                 job = heapq.heappop(self._heap)
@@ -345,14 +360,14 @@ class WorkerPool:
                 now = time.monotonic()
                 threads = self._threads_for(job, job.overdue(now))
                 self._free -= threads or 0
-                hold = _Hold(self, job, threads, job.late(now))
+                hold = Hold(self._cond, self._resume, job, threads, job.late(now))
                 self._running.append(hold)
             setter: Callable[[asyncio.Future[Any], Any], None]
             try:
                 with thread_budget(threads), preemptible(hold if self.cores is not None else None):
-                    setter, value = _set_result, job.fn()
+                    setter, value = set_result, job.fn()
             except BaseException as exc:  # handed to the awaiting coroutine, never lost
-                setter, value = _set_exception, exc
+                setter, value = set_exception, exc
             with self._cond:  # the cores come back before the result: the caller's next job finds them free
                 self._busy -= 1
                 self._free += hold.threads or 0
@@ -360,25 +375,4 @@ class WorkerPool:
                 if hold.asked:
                     self._asked -= 1
                 self._cond.notify_all()
-            _deliver(job, setter, value)
-
-
-def _deliver(job: _Job, setter: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:
-    """Hand a result to the job's event loop; if that loop is gone, nobody is waiting any more."""
-    with contextlib.suppress(RuntimeError):  # the loop closed while the job ran (its caller went away)
-        job.loop.call_soon_threadsafe(setter, job.future, value)
-
-
-def _set_result(future: asyncio.Future[Any], result: Any) -> None:
-    if not future.done():
-        future.set_result(result)
-
-
-def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
-
-
-def _cancel(future: asyncio.Future[Any]) -> None:
-    if not future.done():
-        future.cancel()
+            deliver(job, setter, value)

@@ -25,6 +25,7 @@ from voxserve.engines.preemption import work_timer
 from voxserve.errors import Cancelled, InvalidInput
 from voxserve.limits import check_input_length
 from voxserve.stream.alignment import SourceAligner
+from voxserve.stream.jobs import ActiveStream
 from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session_config import SessionConfig, SessionStats
@@ -82,6 +83,7 @@ class SynthesisSession:
         self._t_first_audio: float | None = None
         self._clock = PlaybackClock()  # the listener, playing from the first audio: when it runs dry
         self._windows = WindowPlanner(engine, pool, config, self._clock)
+        self._stream: ActiveStream | None = None  # this stream in the pool, while it produces audio
         self._compute_s = 0.0
         self._words: list[WordTiming] = []
         self._source = SourceAligner()  # the sent text, for each word's characters
@@ -207,7 +209,7 @@ class SynthesisSession:
                 if segment is _END:
                     break
                 assert isinstance(segment, TextSegment)
-                with self._pool.streaming(self._deadline):
+                with self._pool.streaming(self._deadline) as self._stream:
                     await self._speak(segment)
             if self._samples_out == 0:
                 if not self._chars:
@@ -245,7 +247,9 @@ class SynthesisSession:
             return result, spent()
 
         playing = self._clock.first_at is not None
-        result, spent = await self._pool.run(run, deadline=self._deadline(), cost=cost, playing=playing)
+        result, spent = await self._pool.run(
+            run, deadline=self._deadline(), cost=cost, playing=playing, stream=self._stream
+        )
         self._compute_s += spent
         return result
 
@@ -271,7 +275,7 @@ class SynthesisSession:
             await self._speak_windows(segment, text_segment.boundary if last else segment.boundary, last)
 
     async def _speak_windows(self, segment: PhonemeSegment, boundary: str, ends_text: bool) -> None:
-        first_window, next_window = self._windows.plan()
+        first_window, next_window = self._windows.plan(self._stream)
         pieces: Iterator[EngineAudio] = self.engine.stream(
             segment.phonemes,
             self.params.voice,

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 
 from voxserve.engines.base import Engine
+from voxserve.stream.jobs import ActiveStream
 from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session_config import SessionConfig
@@ -54,16 +55,29 @@ def start_window_s(first_s: float, max_s: float, cost: tuple[float, float] | Non
     return min(max(first_s, gaining), max_s)
 
 
-def next_window_s(ahead_s: float, first_s: float, max_s: float, cost: tuple[float, float], load: float) -> float:
+def next_window_s(
+    ahead_s: float,
+    first_s: float,
+    max_s: float,
+    cost: tuple[float, float],
+    load: float,
+    hold_s: float = float("inf"),
+) -> float:
     """The next window of a stream with ``ahead_s`` of audio not yet played, at most ``max_s``.
 
-    The largest window done within ``ahead_s / MARGIN``, but never smaller than a first window
+    The largest window done within ``ahead_s / MARGIN`` and, when other streams need a core soon, within
+    ``hold_s / MARGIN`` (how long it may hold its cores), but never smaller than a first window
     (:func:`start_window_s`): with too little ahead a stall is coming anyway, and a smaller window
-    would only lose more ground.
+    would only lose more ground. Except right after a small first window: a window that cannot be
+    done before the listener runs dry even if started at once is cut to one that can, down to the
+    smallest first window (a stream alone), so a new stream's second window comes in time.
     """
     a, b = cost
-    affordable = (max(ahead_s, 0.0) / (MARGIN * load) - a) / b
-    return min(max(affordable, start_window_s(first_s, max_s, cost, load)), max_s)
+    affordable = (min(max(ahead_s, 0.0) / load, hold_s) / MARGIN - a) / b
+    floor = start_window_s(first_s, max_s, cost, load)
+    in_time = (ahead_s / MARGIN - a) / b
+    floor = min(floor, max(start_window_s(first_s, max_s, cost, 1.0), in_time))
+    return min(max(affordable, floor), max_s)
 
 
 class WindowPlanner:
@@ -79,17 +93,17 @@ class WindowPlanner:
         learned = self.engine.window_cost
         return (learned.fit(threads) if learned is not None else None), load
 
-    def plan(self) -> tuple[float | None, Callable[[], float | None] | None]:
+    def plan(self, stream: ActiveStream | None = None) -> tuple[float | None, Callable[[], float | None] | None]:
         """The next segment's first window (``None``: the largest) and what sizes the windows after it
-        (``None``: the engine's fixed schedule)."""
+        (``None``: the engine's fixed schedule), for ``stream`` in the pool."""
         cfg = self.config
         cost, load = self.budget()
         first: float | None
         if self.clock.first_at is None:
             first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
         else:
-            first = self.next_s()
-        return first, self.next_s if cost is not None else None
+            first = self.next_s(stream, starts_segment=True)
+        return first, (lambda: self.next_s(stream)) if cost is not None else None
 
     def largest_s(self) -> float:
         """The largest window this stream may take now. A window holds its cores until it is done, so a
@@ -100,18 +114,22 @@ class WindowPlanner:
         alone_unpaced = not cfg.pace and self.pool.streams <= 1
         return max(cfg.max_window_s, cfg.max_unpaced_window_s) if alone_unpaced else cfg.max_window_s
 
-    def next_s(self) -> float | None:
-        """Audio the next window may hold to be done before its listener needs it (asked from a worker).
-        Every stream is sized for a listener playing from its first audio, as the server counts them."""
+    def next_s(self, stream: ActiveStream | None = None, starts_segment: bool = False) -> float | None:
+        """Audio the next window may hold to be done before its listener needs it (asked from a worker),
+        and without holding its cores past the moment another stream needs them
+        (:meth:`~voxserve.stream.pool.WorkerPool.hold_limit`). Every stream is sized for a listener
+        playing from its first audio, as the server counts them."""
         cfg = self.config
-        cost, load = self.budget()
+        threads, load = self.pool.share()
+        cost = self.budget()[0]
         if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
             return cfg.first_window_s
         largest = self.largest_s()
         if self.clock.first_at is None:
             return start_window_s(cfg.first_window_s, largest, cost, load)
+        hold = self.pool.hold_limit(stream, threads or 1) - (MARGIN * cost[0] if starts_segment else 0.0)
         ahead = self.clock.ahead_s(time.monotonic())
-        window = next_window_s(ahead, cfg.first_window_s, largest, cost, load)
+        window = next_window_s(ahead, cfg.first_window_s, largest, cost, load, hold)
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
         return window
 

@@ -1,0 +1,99 @@
+"""What the worker pool (:mod:`voxserve.stream.pool`) queues and runs: jobs, the streams they make audio
+for, a running job's hold on its cores, and handing a result back to the job's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnxruntime as ort
+
+
+@dataclass(order=True)
+class Job:
+    """A unit of model work waiting for, or holding, a worker and cores."""
+
+    start_by: float  # its latest start: the order jobs run in
+    seq: int
+    fn: Callable[[], Any] = field(compare=False)
+    loop: asyncio.AbstractEventLoop = field(compare=False)
+    future: asyncio.Future[Any] = field(compare=False)
+    due: float = field(default=0.0, compare=False)  # when the result is needed
+    cost: float = field(default=0.0, compare=False)  # expected seconds of work
+    stream: ActiveStream | None = field(default=None, compare=False)  # whose audio it makes
+
+    def late(self, now: float) -> bool:
+        """Whether the job's latest start has passed."""
+        return self.due - self.cost <= now
+
+    def overdue(self, now: float) -> bool:
+        """Whether its result is already needed: a first audio, or a listener that has run dry."""
+        return self.due <= now
+
+
+@dataclass(frozen=True, eq=False)  # each entry is its own stream: compared by identity
+class ActiveStream:
+    """A stream producing audio (see :meth:`voxserve.stream.pool.WorkerPool.streaming`); its jobs name
+    it, so the pool knows which streams are between two jobs."""
+
+    deadline: Callable[[], float] | None
+
+
+class Hold:
+    """A running job's side of :class:`~voxserve.engines.preemption.Preemption`; its state is guarded
+    by the pool's lock (``cond``), and ``resume`` waits until the pool readmits it."""
+
+    def __init__(
+        self,
+        cond: threading.Condition,
+        resume: Callable[[Hold], None],
+        job: Job,
+        threads: int | None,
+        late: bool,
+    ) -> None:
+        self._cond, self._resume = cond, resume
+        self.job, self.threads, self.late = job, threads, late
+        self.started = time.monotonic()
+        self.armed: ort.RunOptions | None = None  # the model call in flight
+        self.asked = False  # the pool wants this job's cores
+
+    def arm(self, options: ort.RunOptions) -> bool:
+        with self._cond:
+            if self.asked:
+                return False
+            self.armed = options
+            return True
+
+    def disarm(self) -> bool:
+        with self._cond:
+            self.armed = None
+            return self.asked
+
+    def resume(self) -> None:
+        self._resume(self)
+
+
+def deliver(job: Job, setter: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:
+    """Hand a result to the job's event loop; if that loop is gone, nobody is waiting any more."""
+    with contextlib.suppress(RuntimeError):  # the loop closed while the job ran (its caller went away)
+        job.loop.call_soon_threadsafe(setter, job.future, value)
+
+
+def set_result(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def cancel(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.cancel()
