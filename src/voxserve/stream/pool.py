@@ -22,10 +22,11 @@ between two jobs that need audio before it would be done, and :meth:`WorkerPool.
 stream sizing its next window how long it may hold cores before another stream needs one.
 
 A job that would be late by waiting for a core may stop running jobs that can afford it: those whose
-deadline still leaves room for the late job's work and their own again. The pool stops such a job's model call in flight and the
-call is made again once the job is readmitted (:mod:`voxserve.engines.preemption`). So a caller who
-arrives while another stream plays does not wait for that stream's decoder window, and no stream is
-stopped for another if that would make its own listener run dry.
+deadline still leaves room for the late job's work and their own again. The pool stops such a job's
+model call in flight and the call is made again once the job is readmitted
+(:mod:`voxserve.engines.preemption`). So a caller who arrives while another stream plays does not wait
+for that stream's decoder window, and no stream is stopped for another if that would make its own
+listener run dry.
 """
 
 from __future__ import annotations
