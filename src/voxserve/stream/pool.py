@@ -153,9 +153,12 @@ class WorkerPool:
             return math.inf
         with self._cond:
             now = time.monotonic()
-            running = [h for h in self._running if stream is None or h.job.stream is not stream]
-            waiting = [j for j in self._heap if stream is None or j.stream is not stream]
-            waiting += [h.job for _, _, h in self._waiting if stream is None or h.job.stream is not stream]
+
+            def others(job: Job) -> bool:
+                return stream is None or job.stream is not stream
+
+            running = [h for h in self._running if others(h.job)]
+            waiting = [j for j in self._heap if others(j)] + [h.job for _, _, h in self._waiting if others(h.job)]
             needs = [j.start_by for j in waiting]
             needs += [s.deadline() for s in self._between(stream) if s.deadline is not None]
             ends = [(h.started + h.job.cost, h.threads or 0) for h in running]
@@ -298,8 +301,8 @@ class WorkerPool:
     def _yields(self, job: Job, now: float) -> float | None:
         """When ``job`` may take a core after all (its latest start), if it should leave the free cores
         to streams between two jobs that need audio before it would be done; else None (lock held)."""
-        if job.start_by <= now:
-            return None
+        if job.start_by <= now or self._free > len(self._streams):
+            return None  # it must start now, or there is a core for every stream anyway
         short = sum(s.deadline() < now + job.cost for s in self._between() if s.deadline is not None)
         return job.start_by if self._free - 1 < short else None
 

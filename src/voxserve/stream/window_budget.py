@@ -55,6 +55,12 @@ def start_window_s(first_s: float, max_s: float, cost: tuple[float, float] | Non
     return min(max(first_s, gaining), max_s)
 
 
+def front_s(cost: tuple[float, float]) -> float:
+    """The expected work of a segment's front (run before its first window, in the same job): about one
+    more window's fixed part."""
+    return cost[0]
+
+
 def next_window_s(
     ahead_s: float,
     first_s: float,
@@ -87,17 +93,18 @@ class WindowPlanner:
     def __init__(self, engine: Engine, pool: WorkerPool, config: SessionConfig, clock: PlaybackClock) -> None:
         self.engine, self.pool, self.config, self.clock = engine, pool, config, clock
 
-    def budget(self) -> tuple[tuple[float, float] | None, float]:
-        """The engine's learned window cost at the threads this stream's jobs get now, and the load."""
+    def budget(self) -> tuple[tuple[float, float] | None, int | None, float]:
+        """The engine's learned window cost at the threads this stream's jobs get now, those threads
+        (None without shared cores), and the load."""
         threads, load = self.pool.share()
         learned = self.engine.window_cost
-        return (learned.fit(threads) if learned is not None else None), load
+        return (learned.fit(threads) if learned is not None else None), threads, load
 
     def plan(self, stream: ActiveStream | None = None) -> tuple[float | None, Callable[[], float | None] | None]:
         """The next segment's first window (``None``: the largest) and what sizes the windows after it
         (``None``: the engine's fixed schedule), for ``stream`` in the pool."""
         cfg = self.config
-        cost, load = self.budget()
+        cost, _, load = self.budget()
         first: float | None
         if self.clock.first_at is None:
             first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
@@ -120,14 +127,13 @@ class WindowPlanner:
         (:meth:`~voxserve.stream.pool.WorkerPool.hold_limit`). Every stream is sized for a listener
         playing from its first audio, as the server counts them."""
         cfg = self.config
-        threads, load = self.pool.share()
-        cost = self.budget()[0]
+        cost, threads, load = self.budget()
         if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
             return cfg.first_window_s
         largest = self.largest_s()
         if self.clock.first_at is None:
             return start_window_s(cfg.first_window_s, largest, cost, load)
-        hold = self.pool.hold_limit(stream, threads or 1) - (MARGIN * cost[0] if starts_segment else 0.0)
+        hold = self.pool.hold_limit(stream, threads or 1) - (MARGIN * front_s(cost) if starts_segment else 0.0)
         ahead = self.clock.ahead_s(time.monotonic())
         window = next_window_s(ahead, cfg.first_window_s, largest, cost, load, hold)
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
@@ -137,8 +143,8 @@ class WindowPlanner:
         """The expected seconds of a job decoding a window of ``window_s`` (``None``: unknown), with the
         margin windows are planned with; a segment's first job also runs its front (about one more
         window's fixed part). 0 while nothing is learned."""
-        cost, _ = self.budget()
+        cost, _, _ = self.budget()
         if cost is None or window_s is None:
             return 0.0
         a, b = cost
-        return MARGIN * (a * (2 if starts_segment else 1) + b * window_s)
+        return MARGIN * ((front_s(cost) if starts_segment else 0.0) + a + b * window_s)
