@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,43 @@ def test_a_lazy_session_loads_once_on_first_use(model_store: ModelStore) -> None
         thread.join()
     assert lazy.loaded and loads == [1]
     assert [i.name for i in lazy.get_inputs()] == [i.name for i in load().get_inputs()]
+
+
+def test_elastic_levels_share_one_copy_of_the_weights(model_store: ModelStore) -> None:
+    """The Piper voice's second thread level costs a fraction of the first: its convolution weights (not
+    pre-packed by ONNX Runtime) are held once for both sessions."""
+    if not hasattr(os, "memfd_create") or not Path("/proc/self/status").is_file():
+        pytest.skip("shared weights need Linux (in-memory files, /proc)")
+    from bench.graph_memory import load_mb  # in a fresh interpreter: RSS inside pytest depends on every test
+
+    one = load_mb(str(model_store.piper_model()), 2, "single")
+    two = load_mb(str(model_store.piper_model()), 2, "elastic")
+    assert two - one < 0.4 * one, (one, two)  # a copy per level costs about as much as the first
+
+
+def test_elastic_levels_compute_what_a_plain_session_does(model_store: ModelStore) -> None:
+    """Every level of an elastic session, from a file or from bytes (a sealed model), gives exactly what a
+    session loaded on its own at that thread count gives: ONNX Runtime's optimizations rewrite some of
+    this graph's weights (layer-norm scales reshaped), and the shared ones are the rewritten ones."""
+    import numpy as np
+
+    from voxserve.engines.onnx import ElasticSession, thread_budget
+
+    model = model_store.piper_model()
+    feeds = {
+        "input": np.array([[1, 0, 20, 0, 21, 0, 22, 0, 23, 0, 24, 0, 2]], dtype=np.int64),
+        "input_lengths": np.array([13], dtype=np.int64),
+        "scales": np.array([0.0, 1.0, 0.0], dtype=np.float32),  # no noise: deterministic
+    }
+    factory = SessionFactory(["cpu"], 2, elastic=True)
+    for source in (model, model.read_bytes()):
+        elastic = factory.create(source)
+        assert isinstance(elastic, ElasticSession) and elastic.levels == (2, 1)
+        if hasattr(os, "memfd_create"):
+            assert elastic.weights  # held here: ONNX Runtime does not own them
+        for threads in elastic.levels:
+            plain = SessionFactory(["cpu"], threads).create(model)
+            with thread_budget(threads):
+                shared = elastic.run(None, feeds)
+            for got, want in zip(shared, plain.run(None, feeds), strict=True):
+                np.testing.assert_array_equal(got, want)

@@ -303,3 +303,58 @@ async def test_a_job_holds_its_cores_only_until_another_stream_needs_one() -> No
                     assert pool.hold_limit(mine, 2) == pytest.approx(0.3, abs=0.05)  # on both cores: by 0.3 s
     finally:
         pool.close()
+
+
+async def test_a_late_job_leaves_the_free_core_to_a_stream_that_needs_audio_sooner() -> None:
+    """Under load every stream is past its latest start (the margins see to that), and a stream between
+    two jobs has none queued: the queued job of a stream with more audio in hand took each core its
+    window freed, and the shorter stream's listener ran dry (seen simulated with three streams on two
+    cores). The job waits for the stream that needs audio sooner, at most until its own deadline."""
+    pool = WorkerPool(2, cores=1, levels=(1,))
+    order: list[str] = []
+    try:
+        now = time.monotonic()
+        with pool.streaming(lambda: now + 0.4) as longer, pool.streaming(lambda: now - 0.1) as shorter:
+            job = functools.partial(order.append, "longer")
+            waiting = asyncio.ensure_future(pool.run(job, deadline=now + 0.4, cost=0.5, stream=longer))
+            await asyncio.sleep(0.1)
+            assert order == []  # late, and still waiting: the shorter stream needs the core first
+            await pool.run(functools.partial(order.append, "shorter"), deadline=now - 0.1, cost=0.01, stream=shorter)
+            await asyncio.wait_for(waiting, 1.0)
+            assert order == ["shorter", "longer"]
+
+            # a stream that never asks for the core keeps it from the job only until the job's deadline
+            again = time.monotonic()
+            job = functools.partial(order.append, "longer again")
+            await asyncio.wait_for(pool.run(job, deadline=again + 0.2, cost=0.5, stream=longer), 1.0)
+            assert time.monotonic() - again >= 0.15
+    finally:
+        pool.close()
+
+
+async def test_a_new_stream_waits_for_a_thin_playing_stream_at_most_its_own_work_again() -> None:
+    """A playing stream with too little audio coming to keep gaining at this load (its ``spare`` below 0)
+    needs the core it would lose to a new stream's first audio; the new stream waits until it is thick
+    enough, or at most its own expected work after arriving."""
+    pool = WorkerPool(2, cores=1, levels=(1,))
+    order: list[str] = []
+    spare = [-0.1]
+    try:
+        with pool.streaming(lambda: time.monotonic() + 1, lambda: spare[0]) as thin, pool.streaming() as new:
+            arrived = time.monotonic()
+            job = functools.partial(order.append, "first audio")
+            first = asyncio.ensure_future(pool.run(job, cost=0.4, playing=False, stream=new))
+            await asyncio.sleep(0.1)
+            assert order == []  # held back while the playing stream is thin
+            spare[0] = 0.5
+            await pool.run(functools.partial(order.append, "thin"), deadline=time.monotonic() + 1, stream=thin)
+            await asyncio.wait_for(first, 0.2)  # thick again: the first audio goes at once (it is due first)
+            assert order == ["first audio", "thin"]
+            assert time.monotonic() - arrived < 0.35
+
+            spare[0] = -0.1
+            arrived = time.monotonic()
+            await asyncio.wait_for(pool.run(job, cost=0.3, playing=False, stream=new), 1.0)
+            assert time.monotonic() - arrived >= 0.25  # thin all along: it went after its own work again
+    finally:
+        pool.close()

@@ -305,3 +305,22 @@ async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime: Runtime) -> None:
     (join,) = session.join_positions
     around = audio[join - int(0.4 * 24000) : join + int(0.4 * 24000)]  # the model's own pauses elsewhere stay
     assert longest_silence_s(around, 24000) < 0.12  # was 0.33 s
+
+
+async def test_a_stream_whose_consumer_stopped_reading_needs_no_core(fake_runtime: Runtime) -> None:
+    """The pool holds jobs back for streams between two jobs whose listener needs audio soon. A consumer
+    that stopped reading has its audio waiting in the queue; its stream must not look due, or every other
+    stream's jobs would wait for it."""
+    session = fake_runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
+    session.push_text(" ".join([PARAGRAPH] * 4))
+    session.close()
+    chunks = session.__aiter__()
+    await chunks.__anext__()  # playing from here
+    for _ in range(200):  # the producer fills the output queue and waits for the reader
+        if session._unread:
+            break
+        await asyncio.sleep(0.01)
+    assert session._unread and session._deadline() == float("inf")
+    rest = [chunk async for chunk in chunks]  # reading again: nothing was lost
+    assert rest[-1].final and not session._unread
+    assert session._deadline() < float("inf")

@@ -14,6 +14,7 @@ from voxserve.stream.window_budget import (
     break_even_s,
     next_window_s,
     start_window_s,
+    sustaining_lead_s,
 )
 
 FIRST, LARGEST = 0.4, 4.0
@@ -117,9 +118,10 @@ class _Pool:
 
     def __init__(self) -> None:
         self.streams = 1
+        self.load = 1.0
 
     def share(self) -> tuple[int, float]:
-        return 1, 1.0
+        return 1, self.load
 
     def hold_limit(self, stream: object, threads: int) -> float:
         return float("inf")  # no other stream needs a core
@@ -169,3 +171,35 @@ def test_the_window_after_a_small_first_one_is_done_before_the_listener_runs_dry
     window = next_window_s(FIRST, FIRST, LARGEST, cost, load)
     assert window == start_window_s(FIRST, LARGEST, cost, 1.0)  # the window a stream alone starts with
     assert cost[0] + cost[1] * window < FIRST
+
+
+def test_a_stream_is_thin_while_the_window_that_gains_at_its_load_does_not_fit_what_it_has_coming() -> None:
+    """With the sustaining lead ahead, the next window is the one that gains at that load, done within the
+    margin. The planner reports what the stream has coming beyond it, counting the window being
+    decoded, so the pool can hold a new stream back while a playing one is thin."""
+    import time
+
+    from voxserve.stream.playback import PlaybackClock
+    from voxserve.stream.session_config import SessionConfig
+    from voxserve.stream.window_budget import WindowPlanner
+
+    for load in (1.0, 1.5):
+        lead = sustaining_lead_s(FIRST, LARGEST, NARROW, load)
+        gaining = start_window_s(FIRST, LARGEST, NARROW, load)
+        assert next_window_s(lead, FIRST, LARGEST, NARROW, load) == pytest.approx(gaining)
+    assert sustaining_lead_s(FIRST, LARGEST, NARROW, 1.5) > sustaining_lead_s(FIRST, LARGEST, NARROW, 1.0)
+
+    pool, clock = _Pool(), PlaybackClock()
+    config = SessionConfig(pace=True, first_window_s=FIRST, max_window_s=LARGEST)
+    planner = WindowPlanner(cast(Engine, _Engine()), cast(WorkerPool, pool), config, clock)
+    assert planner.spare_s() == float("inf")  # not playing yet: nothing to protect
+    clock.on_audio(time.monotonic(), 1.0)
+    pool.load = 1.5
+    needed = sustaining_lead_s(FIRST, LARGEST, NARROW, 1.5)
+    assert needed > 1.0  # one second ahead is thin at this load
+    assert planner.spare_s() == pytest.approx(1.0 - needed, abs=0.01)
+    window = planner.next_s()  # a window is planned and decoded: its audio is coming
+    assert window is not None
+    assert planner.spare_s() == pytest.approx(1.0 + window - needed, abs=0.01)
+    clock.on_audio(time.monotonic(), window)  # it arrived: counted once, as audio ahead
+    assert planner.spare_s() == pytest.approx(1.0 + window - needed, abs=0.01)

@@ -110,14 +110,20 @@ class ElasticSession:
     both: a call on all threads is less than that many times faster than on one, and one-thread calls
     run side by side at nearly full speed. A one-thread session runs on the calling thread, so any
     number of workers can share it.
+
+    ``weights`` are the buffers the sessions were given in place of their own copies of the graph's
+    weights (:meth:`SessionFactory.create`): ONNX Runtime does not own them, so they live as long as this.
     """
 
-    def __init__(self, sessions: dict[int, ort.InferenceSession]) -> None:
+    def __init__(
+        self, sessions: dict[int, ort.InferenceSession], weights: dict[str, ort.OrtValue] | None = None
+    ) -> None:
         if not sessions:
             raise ValueError("ElasticSession needs at least one session")
         self._levels = sorted(sessions, reverse=True)
         self._sessions = sessions
         self.widest = sessions[self._levels[0]]
+        self.weights: dict[str, ort.OrtValue] = weights or {}
 
     @property
     def levels(self) -> tuple[int, ...]:
@@ -194,6 +200,45 @@ def thread_levels(threads: int) -> tuple[int, ...]:
     return tuple(sorted({threads, max(1, round(threads**0.5)), 1}, reverse=True))
 
 
+# Ops whose CPU kernels pre-pack a constant weight (inputs after the first) into a layout of their own,
+# per session, and drop ONNX Runtime's copy of it. Their weights are left to each session: a shared
+# buffer would stay alive beside every session's packed one.
+PREPACKING_OPS = frozenset(
+    {
+        "Attention",
+        "ConvTranspose",
+        "DynamicQuantizeLSTM",
+        "DynamicQuantizeMatMul",
+        "FusedMatMul",
+        "GRU",
+        "Gemm",
+        "LSTM",
+        "MatMul",
+        "MatMulInteger",
+        "MatMulIntegerToFloat",
+        "MatMulNBits",
+        "QGemm",
+        "QLinearConv",
+        "QLinearMatMul",
+    }
+)
+
+
+def shared_weights(graph: str) -> dict[str, ort.OrtValue]:
+    """The initializers of the graph file ``graph`` as OrtValues over numpy buffers of their own, ready
+    for ``SessionOptions.add_initializer``; those a :data:`PREPACKING_OPS` node reads as a weight are left out."""
+    import onnx  # only elastic loading needs it
+    from onnx import numpy_helper
+
+    model = onnx.load(graph)
+    packed = {name for node in model.graph.node if node.op_type in PREPACKING_OPS for name in node.input[1:]}
+    return {
+        tensor.name: ort.OrtValue.ortvalue_from_numpy(numpy_helper.to_array(tensor))
+        for tensor in model.graph.initializer
+        if tensor.name not in packed
+    }
+
+
 class SessionFactory:
     """Builds ONNX Runtime sessions with the process-wide provider and thread settings.
 
@@ -202,7 +247,8 @@ class SessionFactory:
     so spinning threads of one session steal the cores the next one needs. Off by default.
 
     ``elastic`` (CPU only) loads each graph at several thread counts (:func:`thread_levels`) as one
-    :class:`ElasticSession`, so concurrent streams can each take a share of the cores.
+    :class:`ElasticSession`, so concurrent streams can each take a share of the cores. Its sessions
+    share one copy of the graph's weights (:meth:`create`).
 
     ``read_sealed`` (the model store's) returns a graph's bytes when its file is encrypted at rest,
     decrypted in memory, else ``None``; the bytes go to ONNX Runtime, never to disk.
@@ -262,15 +308,60 @@ class SessionFactory:
         levels = self.levels if elastic else self.levels[:1]
         if self.read_sealed is not None and not isinstance(path, bytes):
             path = self.read_sealed(Path(path)) or path  # decrypted once for every thread level
-        sessions = {threads: self._load(path, threads) for threads in levels}
-        return ElasticSession(sessions) if len(sessions) > 1 else sessions[levels[0]]
+        if len(levels) == 1:
+            return self._load(path, levels[0])
+        return self._load_shared(path, levels) or ElasticSession({n: self._load(path, n) for n in levels})
 
-    def _load(self, path: Path | str | bytes, threads: int) -> ort.InferenceSession:
+    def _load_shared(self, path: Path | str | bytes, levels: tuple[int, ...]) -> ElasticSession | None:
+        """``path`` at every thread count in ``levels``, all reading one copy of its weights; ``None`` where
+        the platform has no in-memory files (then each level loads its own copy).
+
+        Each ``InferenceSession`` would otherwise hold the graph's weights itself. Sessions can instead be
+        given the caller's buffers (``add_initializer``), but ONNX Runtime's graph optimizations rewrite
+        some initializers in place under the same name (the transpose optimizer transposes and reshapes
+        them), and a given buffer replaces the rewritten tensor: the model would compute with the wrong
+        weights. So the graph is optimized once, written to an in-memory file (never to disk: the graph
+        may be a sealed model's decrypted bytes), and every level loads that optimized graph with
+        optimizations off, sharing its weights. ONNX Runtime loads a file by path, so no session keeps a
+        copy of the graph's bytes either.
+        """
+        memfd_create = getattr(os, "memfd_create", None)  # Linux
+        if memfd_create is None:
+            return None
+        try:
+            fd = memfd_create("voxserve-graph")
+        except OSError:
+            return None
+        try:
+            optimized = f"/proc/self/fd/{fd}"
+            if not os.path.exists(optimized):  # no /proc
+                return None
+            options = self.options(levels[0])
+            options.optimized_model_filepath = optimized
+            options.add_session_config_entry("session.save_model_format", "ONNX")
+            self._load(path, levels[0], options)  # the optimizing session is dropped at once
+            weights = shared_weights(optimized)
+            sessions = {}
+            for threads in levels:
+                options = self.options(threads)
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # done above
+                for name, value in weights.items():
+                    options.add_initializer(name, value)
+                sessions[threads] = self._load(optimized, threads, options)
+        finally:
+            os.close(fd)
+        return ElasticSession(sessions, weights)
+
+    def _load(
+        self, path: Path | str | bytes, threads: int, options: ort.SessionOptions | None = None
+    ) -> ort.InferenceSession:
         source = path if isinstance(path, bytes) else str(path)
         if not isinstance(path, bytes) and not Path(path).is_file():
             raise ModelError(f"model file {path} is missing; run 'voxserve models fetch'")
         try:
-            return ort.InferenceSession(source, sess_options=self.options(threads), providers=self.provider_list())
+            return ort.InferenceSession(
+                source, sess_options=options or self.options(threads), providers=self.provider_list()
+            )
         except Exception as exc:  # onnxruntime raises several unrelated types
             where = "in-memory graph" if isinstance(path, bytes) else str(path)
             raise ModelError(

@@ -231,6 +231,8 @@ class WindowCost:
         self._history = history
         self._samples: dict[int | None, collections.deque[tuple[float, float]]] = {}
         self._counts: collections.Counter[int | None] = collections.Counter()
+        self._fits: dict[int | None, tuple[float, float] | None] = {}  # until the samples change
+        self._version = 0  # bumped on every change to the samples
         self._lock = threading.Lock()
         self.min_samples = min_samples
 
@@ -240,10 +242,12 @@ class WindowCost:
                 samples = self._samples.setdefault(threads, collections.deque(maxlen=self._history))
                 samples.append((decoded_s, seconds))
                 self._counts[threads] += 1
+                self._changed()
 
     def clear(self) -> None:
         with self._lock:
             self._samples.clear()
+            self._changed()
 
     def recorded(self, threads: int | None = None) -> int:
         """How many windows decoded at ``threads`` were ever recorded (forgotten ones included)."""
@@ -254,16 +258,29 @@ class WindowCost:
         """Drop what was learned at ``threads``."""
         with self._lock:
             self._samples.pop(threads, None)
+            self._changed()
 
     def fit(self, threads: int | None = None) -> tuple[float, float] | None:
         """(a, b): seconds of work per window (its context included) and per audio second it emits."""
         with self._lock:
+            if threads in self._fits:
+                return self._fits[threads]
+            version = self._version
             samples = np.array(self._samples.get(threads, ()), dtype=np.float64).reshape(-1, 2)
-        if len(samples) < self.min_samples or samples[:, 0].max() < 2 * samples[:, 0].min():
-            return None
-        b, a0 = np.polyfit(samples[:, 0], samples[:, 1], 1)
-        b = max(float(b), 1e-4)
-        return max(float(a0), 0.0) + 2 * self.context_s * b, b
+        fit: tuple[float, float] | None = None
+        if len(samples) >= self.min_samples and samples[:, 0].max() >= 2 * samples[:, 0].min():
+            b, a0 = np.polyfit(samples[:, 0], samples[:, 1], 1)
+            b = max(float(b), 1e-4)
+            fit = max(float(a0), 0.0) + 2 * self.context_s * b, b
+        with self._lock:
+            if self._version == version:
+                self._fits[threads] = fit
+        return fit
+
+    def _changed(self) -> None:
+        """The samples changed: fits are made again (lock held)."""
+        self._version += 1
+        self._fits.clear()
 
 
 def run_graph(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ class Job:
     due: float = field(default=0.0, compare=False)  # when the result is needed
     cost: float = field(default=0.0, compare=False)  # expected seconds of work
     stream: ActiveStream | None = field(default=None, compare=False)  # whose audio it makes
+    first: bool = field(default=False, compare=False)  # a new stream's first audio
 
     def late(self, now: float) -> bool:
         """Whether the job's latest start has passed."""
@@ -39,9 +41,12 @@ class Job:
 @dataclass(frozen=True, eq=False)  # each entry is its own stream: compared by identity
 class ActiveStream:
     """A stream producing audio (see :meth:`voxserve.stream.pool.WorkerPool.streaming`); its jobs name
-    it, so the pool knows which streams are between two jobs."""
+    it, so the pool knows which streams are between two jobs. ``deadline`` tells when its listener next
+    needs audio; ``spare`` how much more audio it has coming than it needs to keep gaining on playback
+    at the pool's load (below 0: it is thin, and a new stream must not take its core)."""
 
     deadline: Callable[[], float] | None
+    spare: Callable[[], float] | None = None
 
 
 class Hold:
@@ -76,6 +81,36 @@ class Hold:
 
     def resume(self) -> None:
         self._resume(self)
+
+    def remaining(self, now: float) -> float:
+        """Expected seconds until the job is done."""
+        return max(0.0, self.job.cost - (now - self.started))
+
+    def spare(self, now: float) -> float:
+        """Seconds the job could give away and still be done in time, doing its work again."""
+        if self.late or self.job.cost <= 0:
+            return 0.0  # late itself, or nothing known of its work: never stopped
+        return self.job.due - now - self.job.cost
+
+
+def first_shortfall(cores: int, threads: int, needs: list[float], ends: list[tuple[float, int]]) -> float:
+    """The first moment a job holding ``threads`` of ``cores`` would leave another stream short
+    (``inf``: never). ``needs`` are when the other streams need a core, ``ends`` when the running jobs
+    are expected to be done and the cores each holds: taken tightest first, the i-th need must find
+    ``i * threads`` cores free besides the job's own."""
+    for i, need in enumerate(sorted(needs), 1):
+        free = cores - sum(n for end, n in ends if end > need)
+        if free - threads < i * threads:
+            return need
+    return math.inf
+
+
+def nearest_level(levels: list[int], free: int, share: int) -> int:
+    """The thread level within ``free`` cores nearest to ``share`` (by ratio), for a job that is late.
+    Rounding down would leave cores idle while it is late: with levels (16, 4, 1), five late jobs share
+    three cores each, and one thread would make the job three times slower than four."""
+    fitting = [n for n in levels if n <= free] or [1]
+    return min(fitting, key=lambda n: (abs(math.log(n / share)), n))
 
 
 def deliver(job: Job, setter: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:

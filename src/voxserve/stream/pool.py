@@ -11,15 +11,7 @@ before both: a stream already playing does not run dry for one that arrived afte
 With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), jobs share the cores instead of each
 taking all of them: a job runs with the widest thread count in ``levels`` that fits both the cores
 free now and an equal share of the cores among the streams producing audio, and waits while no core
-is free. One stream alone decodes on every core; two on two cores decode side by side, one core each.
-
-A job whose result is already due when it is started (a first audio, or a listener about to run dry)
-takes its equal share of the cores with the other such jobs, within the free ones, at the thread level
-nearest that share. Streams tell the pool their deadline (:meth:`WorkerPool.streaming`), so one that
-is due counts among them between its jobs too: two streams short of audio decode side by side rather
-than taking turns on every core. A job that can still wait leaves the last free cores to streams
-between two jobs that need audio before it would be done, and :meth:`WorkerPool.hold_limit` tells a
-stream sizing its next window how long it may hold cores before another stream needs one.
+is free. The rules for sharing them live in :mod:`voxserve.stream.sharing`.
 
 A job that would be late by waiting for a core may stop running jobs that can afford it: those whose
 deadline still leaves room for the late job's work and their own again. The pool stops such a job's
@@ -36,7 +28,6 @@ import contextlib
 import heapq
 import itertools
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,13 +36,14 @@ from typing import Any, TypeVar
 from voxserve.engines.onnx import set_thread_budget, thread_budget
 from voxserve.engines.preemption import preemptible
 from voxserve.stream.jobs import ActiveStream, Hold, Job, cancel, deliver, set_exception, set_result
+from voxserve.stream.sharing import CoreSharing
 from voxserve.types import SchedulerStats
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-class WorkerPool:
+class WorkerPool(CoreSharing):
     """``await pool.run(fn, deadline=...)`` runs ``fn()`` on a worker thread."""
 
     def __init__(
@@ -62,20 +54,11 @@ class WorkerPool:
         cores: int | None = None,
         levels: tuple[int, ...] = (),
     ) -> None:
-        if cores is not None and (not levels or min(levels) != 1 or max(levels) > cores):
-            raise ValueError(f"thread levels {levels} do not fit {cores} cores")
-        self.cores = cores
-        self._levels = sorted(levels, reverse=True)
-        self._free = cores or 0
-        self._heap: list[Job] = []
-        self._cond = threading.Condition()
+        super().__init__(cores, levels)
+        self._workers = workers
         self._seq = itertools.count()
         self._closed = False
         self._busy = 0
-        self._streams: list[ActiveStream] = []
-        self._running: list[Hold] = []
-        self._waiting: list[tuple[float, int, Hold]] = []  # stopped jobs waiting for cores, by latest start
-        self._asked = 0  # running jobs asked to give their cores back, not yet done so
         self.preemptions = 0  # model calls stopped for a job that was running late (for tests and metrics)
         self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
@@ -101,13 +84,16 @@ class WorkerPool:
             return SchedulerStats(len(self._running), len(self._heap) + len(self._waiting), self.preemptions)
 
     @contextlib.contextmanager
-    def streaming(self, deadline: Callable[[], float] | None = None) -> Iterator[ActiveStream]:
+    def streaming(
+        self, deadline: Callable[[], float] | None = None, spare: Callable[[], float] | None = None
+    ) -> Iterator[ActiveStream]:
         """Count the caller as a stream producing audio while inside the block (see :attr:`load`).
 
         ``deadline`` tells when the stream's listener next needs audio (read under the pool's lock, so
         it must be quick): a stream past it counts among the overdue ones that share the cores even
-        between its jobs, while its last audio is delivered and its next job not yet submitted."""
-        entry = ActiveStream(deadline)
+        between its jobs, while its last audio is delivered and its next job not yet submitted.
+        ``spare`` tells how much audio it has coming beyond what keeps it gaining (see :meth:`_waits`)."""
+        entry = ActiveStream(deadline, spare)
         with self._cond:
             self._streams.append(entry)
         try:
@@ -130,50 +116,6 @@ class WorkerPool:
         With shared cores: streams per job that can run at once at the streams' share of the cores."""
         return self.share()[1]
 
-    def share(self) -> tuple[int | None, float]:
-        """(threads a stream's job gets now, or None without shared cores; streams per job slot, >= 1)."""
-        with self._cond:
-            streams = len(self._streams)
-            if self.cores is None:
-                return None, max(1.0, streams / len(self._threads))
-            threads = self._level(self.cores)
-            return threads, max(1.0, streams / (self.cores // threads))
-
-    def hold_limit(self, stream: ActiveStream | None, threads: int) -> float:
-        """Seconds from now that a job of ``stream`` may hold ``threads`` cores without another stream
-        waiting for a core past its latest start (``inf``: nothing bounds it).
-
-        A job holds its cores until it is done, so a stream far ahead of its listener that decodes a
-        long window can leave one that is close to running dry without a core. The other streams that
-        hold no core need one by their latest start: a queued job's, or, between two jobs, the
-        stream's deadline. Taken tightest first, the i-th of them needs ``i * threads`` cores free by
-        then, counting the running jobs expected to be done by that moment; the job must be done by
-        the first moment that would otherwise fall short."""
-        if self.cores is None:
-            return math.inf
-        with self._cond:
-            now = time.monotonic()
-
-            def others(job: Job) -> bool:
-                return stream is None or job.stream is not stream
-
-            running = [h for h in self._running if others(h.job)]
-            waiting = [j for j in self._heap if others(j)] + [h.job for _, _, h in self._waiting if others(h.job)]
-            needs = [j.start_by for j in waiting]
-            needs += [s.deadline() for s in self._between(stream) if s.deadline is not None]
-            ends = [(h.started + h.job.cost, h.threads or 0) for h in running]
-            for i, need in enumerate(sorted(needs), 1):
-                free = self.cores - sum(n for end, n in ends if end > need)
-                if free - threads < i * threads:
-                    return need - now
-            return math.inf
-
-    def _level(self, free: int) -> int:
-        """The widest thread level within ``free`` cores and the streams' equal share (lock held)."""
-        assert self.cores is not None
-        fair = max(1, self.cores // max(1, len(self._streams)))
-        return next(n for n in self._levels if n <= min(free, fair))
-
     async def run(
         self,
         fn: Callable[[], T],
@@ -195,7 +137,7 @@ class WorkerPool:
         future: asyncio.Future[T] = loop.create_future()
         due = deadline if deadline is not None else time.monotonic()
         cost = max(cost, 0.0)
-        job = Job(due - cost if playing else due, next(self._seq), fn, loop, future, due, cost, stream)
+        job = Job(due - cost if playing else due, next(self._seq), fn, loop, future, due, cost, stream, not playing)
         with self._cond:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
@@ -211,6 +153,8 @@ class WorkerPool:
         if self.cores is None or self._busy >= len(self._threads):
             return  # no shared cores to hand over, or no idle worker could run it anyway
         now = time.monotonic()
+        if self._waits(job, now) is not None:
+            return  # a new stream held back for thin streams takes no one's cores
         ahead = [j for j in self._heap if j is not job and (j.start_by, j.seq) < (job.start_by, job.seq)]
         want = self._overdue_level(self.cores, self._overdue(now)) if job.overdue(now) else 1
         coming = self._free + sum(h.threads or 0 for h in self._running if h.asked) - len(ahead)
@@ -218,11 +162,11 @@ class WorkerPool:
             return
         if coming >= 1 and not job.late(now):
             return  # a core is free for it now; more would only be nice
-        soonest = min((self._remaining(h, now) for h in self._running), default=0.0)
+        soonest = min((h.remaining(now) for h in self._running), default=0.0)
         if not job.late(now + soonest):
             return  # a running job will be done before its latest start
-        for hold in sorted(self._running, key=lambda h: self._spare(h, now), reverse=True):
-            spare = self._spare(hold, now)
+        for hold in sorted(self._running, key=lambda h: h.spare(now), reverse=True):
+            spare = hold.spare(now)
             if coming >= want or spare <= 0 or spare < job.cost:
                 break
             if hold.asked:
@@ -232,18 +176,6 @@ class WorkerPool:
             coming += hold.threads or 0
             if hold.armed is not None:
                 hold.armed.terminate = True
-
-    @staticmethod
-    def _remaining(hold: Hold, now: float) -> float:
-        """Expected seconds until a running job is done."""
-        return max(0.0, hold.job.cost - (now - hold.started))
-
-    @staticmethod
-    def _spare(hold: Hold, now: float) -> float:
-        """Seconds a running job could give away and still be done in time, doing its work again."""
-        if hold.late or hold.job.cost <= 0:
-            return 0.0  # late itself, or nothing known of its work: never stopped
-        return hold.job.due - now - hold.job.cost
 
     def _resume(self, hold: Hold) -> None:
         """A stopped job gives its cores back and waits to be readmitted, ahead of later deadlines."""
@@ -260,14 +192,13 @@ class WorkerPool:
             self._cond.notify_all()
             while not self._closed:
                 wake = None
-                if (
-                    self._free >= 1
-                    and self._waiting[0] is entry
-                    and (not self._heap or (self._heap[0].start_by, self._heap[0].seq) > entry[:2])
-                ):
-                    wake = self._yields(hold.job, time.monotonic())
-                    if wake is None:
-                        break
+                if self._free >= 1 and self._waiting[0] is entry:
+                    now = time.monotonic()
+                    queued, wake = self._next_job(now)
+                    if queued is None or (queued.start_by, queued.seq) > entry[:2]:
+                        wake = self._yields(hold.job, now)
+                        if wake is None:
+                            break
                 self._cond.wait(None if wake is None else max(0.0, wake - time.monotonic()))
             self._waiting.remove(entry)
             heapq.heapify(self._waiting)
@@ -276,65 +207,6 @@ class WorkerPool:
             hold.started = time.monotonic()
             self._running.append(hold)
         set_thread_budget(hold.threads)
-
-    def _ready(self) -> tuple[bool, float | None]:
-        """Whether a worker may start the first queued job now, and if not, when to look again (``None``:
-        when the pool changes) (lock held).
-
-        A job that can still wait (before its latest start) leaves the last free cores to the streams
-        between two jobs that need audio before it would be done (:meth:`_yields`): such a stream
-        submits its next job a moment after its last one ended, and taking the core it freed would
-        leave it none."""
-        if not self._heap:
-            return False, None
-        if self.cores is None:
-            return True, None
-        top = self._heap[0]
-        if self._free < 1 or (self._waiting and self._waiting[0][:2] < (top.start_by, top.seq)):
-            return False, None
-        now = time.monotonic()
-        if top.overdue(now) and self._asked:
-            return False, None  # cores are being freed: take them at once
-        wake = self._yields(top, now)
-        return wake is None, wake
-
-    def _yields(self, job: Job, now: float) -> float | None:
-        """When ``job`` may take a core after all (its latest start), if it should leave the free cores
-        to streams between two jobs that need audio before it would be done; else None (lock held)."""
-        if job.start_by <= now or self._free > len(self._streams):
-            return None  # it must start now, or there is a core for every stream anyway
-        short = sum(s.deadline() < now + job.cost for s in self._between() if s.deadline is not None)
-        return job.start_by if self._free - 1 < short else None
-
-    def _between(self, exclude: ActiveStream | None = None) -> list[ActiveStream]:
-        """Streams between two jobs: none of theirs queued, running or stopped (lock held)."""
-        busy = {h.job.stream for h in self._running} | {j.stream for j in self._heap}
-        busy |= {h.job.stream for _, _, h in self._waiting}
-        return [s for s in self._streams if s is not exclude and s not in busy]
-
-    def _overdue(self, now: float, starting: int = 0) -> int:
-        """Jobs whose result is already needed, ``starting`` ones included: queued, running, or to come
-        from streams past their deadline between two jobs, whichever count is larger (lock held)."""
-        jobs = sum(h.job.overdue(h.started) for h in self._running) + sum(j.overdue(now) for j in self._heap)
-        streams = sum(s.deadline is not None and s.deadline() <= now for s in self._streams)
-        return max(jobs + starting, streams)
-
-    def _overdue_level(self, free: int, overdue: int) -> int:
-        """An overdue job's threads: its equal share of the cores with the other overdue jobs, within the
-        free ones, at the thread level nearest to that share (by ratio). Rounding down would leave cores
-        idle while the job is late: with levels (16, 4, 1), five overdue jobs share three cores each,
-        and one thread would make the job three times slower than four."""
-        assert self.cores is not None
-        share = max(1, self.cores // max(1, overdue))
-        fitting = [n for n in self._levels if n <= free] or [1]
-        return min(fitting, key=lambda n: (abs(math.log(n / share)), n))
-
-    def _threads_for(self, job: Job, overdue: bool) -> int | None:
-        if self.cores is None:
-            return None
-        if overdue:
-            return self._overdue_level(self._free, self._overdue(time.monotonic(), starting=1))
-        return self._level(self._free)
 
     def close(self, wait: bool = True) -> None:
         with self._cond:
@@ -350,14 +222,19 @@ class WorkerPool:
     def _loop(self) -> None:
         while True:
             with self._cond:
+                job: Job | None = None
                 while not self._closed:
-                    ready, wake = self._ready()
-                    if ready:
+                    job, wake = self._ready()
+                    if job is not None:
                         break
                     self._cond.wait(None if wake is None else max(0.0, wake - time.monotonic()))
                 if self._closed and not self._heap:
                     return
-                job = heapq.heappop(self._heap)
+                if job is None or job is self._heap[0]:
+                    job = heapq.heappop(self._heap)
+                else:
+                    self._heap.remove(job)
+                    heapq.heapify(self._heap)
                 if job.future.cancelled():  # caller went away while queued: skip the work
                     continue
                 self._busy += 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -92,6 +93,7 @@ class SynthesisSession:
         self._samples_out = 0
         self._chunks = 0
         self._final_out = False
+        self._unread = False  # the consumer has stopped reading: the output queue is full
         self._task = asyncio.get_running_loop().create_task(self._produce())
 
     # --- input ------------------------------------------------------------------------
@@ -209,7 +211,7 @@ class SynthesisSession:
                 if segment is _END:
                     break
                 assert isinstance(segment, TextSegment)
-                with self._pool.streaming(self._deadline) as self._stream:
+                with self._pool.streaming(self._deadline, self._windows.spare_s) as self._stream:
                     await self._speak(segment)
             if self._samples_out == 0:
                 if not self._chars:
@@ -226,7 +228,11 @@ class SynthesisSession:
 
     def _deadline(self) -> float:
         """When the next unit of audio is needed: at once for the first audio, else when the listener,
-        playing from the first audio in real time, runs out (the moment the server counts a stall)."""
+        playing from the first audio in real time, runs out (the moment the server counts a stall).
+        Never while the consumer is not reading: its audio waits in the queue, and the cores are better
+        spent on streams that are read (the pool holds jobs back for streams due soon)."""
+        if self._unread:
+            return math.inf
         if self._clock.runs_dry_at is None:
             return self._t_text or time.monotonic()
         return self._clock.runs_dry_at - PLAYING_MARGIN_S
@@ -367,4 +373,8 @@ class SynthesisSession:
             chunk = AudioChunk(part, self.sample_rate, self._samples_out, self._chunks, words, final=last)
             self._chunks += 1
             self._samples_out += len(part)
-            await self._out.put(chunk)
+            self._unread = self._out.full()
+            try:
+                await self._out.put(chunk)
+            finally:
+                self._unread = False

@@ -55,6 +55,15 @@ def start_window_s(first_s: float, max_s: float, cost: tuple[float, float] | Non
     return min(max(first_s, gaining), max_s)
 
 
+def sustaining_lead_s(first_s: float, max_s: float, cost: tuple[float, float], load: float) -> float:
+    """The audio a stream needs ahead of its listener at ``load`` for its next window to gain on
+    playback: the gaining window (:func:`start_window_s`) done within ``1 / MARGIN`` of it at its share
+    of the cores. With less, that window cannot be done within the margin: the stream decodes a smaller
+    one, which wastes more of the cores on context, or one that may come late."""
+    a, b = cost
+    return MARGIN * load * (a + b * start_window_s(first_s, max_s, cost, load))
+
+
 def front_s(cost: tuple[float, float]) -> float:
     """The expected work of a segment's front (run before its first window, in the same job): about one
     more window's fixed part."""
@@ -92,6 +101,7 @@ class WindowPlanner:
 
     def __init__(self, engine: Engine, pool: WorkerPool, config: SessionConfig, clock: PlaybackClock) -> None:
         self.engine, self.pool, self.config, self.clock = engine, pool, config, clock
+        self._planned = (0.0, 0.0)  # (audio sent when the last window was planned, its audio seconds)
 
     def budget(self) -> tuple[tuple[float, float] | None, int | None, float]:
         """The engine's learned window cost at the threads this stream's jobs get now, those threads
@@ -136,8 +146,23 @@ class WindowPlanner:
         hold = self.pool.hold_limit(stream, threads or 1) - (MARGIN * front_s(cost) if starts_segment else 0.0)
         ahead = self.clock.ahead_s(time.monotonic())
         window = next_window_s(ahead, cfg.first_window_s, largest, cost, load, hold)
+        self._planned = (self.clock.audio_s, window)
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
         return window
+
+    def spare_s(self) -> float:
+        """Audio this stream has coming (ahead of its listener, and the window last planned until its
+        audio arrives) beyond what it needs to keep gaining at the pool's load now
+        (:func:`sustaining_lead_s`); ``inf`` before its first audio or while nothing is learned. Read by
+        the pool, under its lock."""
+        if self.clock.first_at is None:
+            return float("inf")
+        cost, _, load = self.budget()
+        if cost is None:
+            return float("inf")
+        sent, window = self._planned
+        coming = self.clock.ahead_s(time.monotonic()) + (window if self.clock.audio_s <= sent else 0.0)
+        return coming - sustaining_lead_s(self.config.first_window_s, self.config.max_window_s, cost, load)
 
     def job_cost(self, window_s: float | None, starts_segment: bool) -> float:
         """The expected seconds of a job decoding a window of ``window_s`` (``None``: unknown), with the

@@ -1,0 +1,185 @@
+"""How the worker pool (:mod:`voxserve.stream.pool`) shares the cores among streams: which queued job a
+worker starts, with how many threads, and how long a running job may hold its cores.
+
+With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), a job runs with the widest thread count
+in ``levels`` that fits both the cores free now and an equal share of the cores among the streams
+producing audio, and waits while no core is free. One stream alone decodes on every core; two on two
+cores decode side by side, one core each.
+
+A job whose result is already due when it is started (a first audio, or a listener about to run dry)
+takes its equal share of the cores with the other such jobs, within the free ones, at the thread level
+nearest that share. Streams tell the pool their deadline
+(:meth:`~voxserve.stream.pool.WorkerPool.streaming`), so one that is due counts among them between its
+jobs too: two streams short of audio decode side by side rather than taking turns on every core. A
+stream has one job at a time, so between two of them (while its audio is delivered and its next window
+planned) it has none queued; a queued job leaves the last free cores to such streams that need audio
+before it does, or the job of a stream with more audio in hand would take every core a shorter stream's
+window frees. :meth:`CoreSharing.hold_limit` tells a stream sizing its next window how long it may hold
+cores before another stream needs one.
+
+A new stream's first audio waits while playing streams that are *thin* (too little audio coming to
+keep gaining at this load) would need the core it takes (:meth:`CoreSharing._waits`), at most its own
+expected work again: a stream admitted earlier must not run dry because of one that came later.
+
+The state lives here and is guarded by the pool's lock (``_cond``); every method named with a leading
+underscore is called with it held.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+from voxserve.stream.jobs import ActiveStream, Hold, Job, first_shortfall, nearest_level
+
+
+class CoreSharing:
+    """The cores, the queued, running and stopped jobs, and the streams they make audio for."""
+
+    def __init__(self, cores: int | None, levels: tuple[int, ...]) -> None:
+        if cores is not None and (not levels or min(levels) != 1 or max(levels) > cores):
+            raise ValueError(f"thread levels {levels} do not fit {cores} cores")
+        self.cores = cores
+        self._levels = sorted(levels, reverse=True)
+        self._free = cores or 0
+        self._cond = threading.Condition()
+        self._heap: list[Job] = []
+        self._streams: list[ActiveStream] = []
+        self._running: list[Hold] = []
+        self._waiting: list[tuple[float, int, Hold]] = []  # stopped jobs waiting for cores, by latest start
+        self._asked = 0  # running jobs asked to give their cores back, not yet done so
+        self._workers = 1  # worker threads (the pool sets it)
+
+    def share(self) -> tuple[int | None, float]:
+        """(threads a stream's job gets now, or None without shared cores; streams per job slot, >= 1)."""
+        with self._cond:
+            streams = len(self._streams)
+            if self.cores is None:
+                return None, max(1.0, streams / self._workers)
+            threads = self._level(self.cores)
+            return threads, max(1.0, streams / (self.cores // threads))
+
+    def hold_limit(self, stream: ActiveStream | None, threads: int) -> float:
+        """Seconds from now that a job of ``stream`` may hold ``threads`` cores without another stream
+        waiting for a core past its latest start (``inf``: nothing bounds it).
+
+        A job holds its cores until it is done, so a stream far ahead of its listener that decodes a
+        long window can leave one that is close to running dry without a core. The other streams that
+        hold no core need one by their latest start: a queued job's, or, between two jobs, the
+        stream's deadline. Taken tightest first, the i-th of them needs ``i * threads`` cores free by
+        then, counting the running jobs expected to be done by that moment; the job must be done by
+        the first moment that would otherwise fall short."""
+        if self.cores is None:
+            return math.inf
+        with self._cond:
+            now = time.monotonic()
+
+            def others(job: Job) -> bool:
+                return stream is None or job.stream is not stream
+
+            running = [h for h in self._running if others(h.job)]
+            waiting = [j for j in self._heap if others(j)] + [h.job for _, _, h in self._waiting if others(h.job)]
+            needs = [j.start_by for j in waiting]
+            needs += [s.deadline() for s in self._between(stream) if s.deadline is not None]
+            ends = [(h.started + h.job.cost, h.threads or 0) for h in running]
+            return first_shortfall(self.cores, threads, needs, ends) - now
+
+    def _level(self, free: int) -> int:
+        """The widest thread level within ``free`` cores and the streams' equal share (lock held)."""
+        assert self.cores is not None
+        fair = max(1, self.cores // max(1, len(self._streams)))
+        return next(n for n in self._levels if n <= min(free, fair))
+
+    def _ready(self) -> tuple[Job | None, float | None]:
+        """The queued job a worker may start now, or None and when to look again (``None``: when the
+        pool changes) (lock held).
+
+        A job leaves the last free cores to the streams between two jobs that need audio before it does
+        (:meth:`_yields`), and a new stream's first audio may wait for thin streams (:meth:`_waits`)."""
+        if not self._heap:
+            return None, None
+        if self.cores is None:
+            return self._heap[0], None
+        if self._free < 1:
+            return None, None
+        now = time.monotonic()
+        top, opens = self._next_job(now)
+        if top is None or (self._waiting and self._waiting[0][:2] < (top.start_by, top.seq)):
+            return None, opens
+        if top.overdue(now) and self._asked:
+            return None, None  # cores are being freed: take them at once
+        wake = self._yields(top, now)
+        if wake is not None:
+            return None, wake if opens is None else min(wake, opens)
+        return top, None
+
+    def _next_job(self, now: float) -> tuple[Job | None, float | None]:
+        """The first queued job by latest start that is not held back (:meth:`_waits`), and when the
+        first held-back one before it may go after all (lock held)."""
+        if not self._heap or not self._heap[0].first:
+            return (self._heap[0] if self._heap else None), None
+        opens: float | None = None
+        for job in sorted(self._heap):
+            until = self._waits(job, now)
+            if until is None:
+                return job, opens
+            opens = until if opens is None else min(opens, until)
+        return None, opens
+
+    def _waits(self, job: Job, now: float) -> float | None:
+        """Until when a new stream's first audio waits for thin streams, if it must wait now; else None
+        (lock held).
+
+        A stream playing with less audio coming than it needs to keep gaining at this load (its
+        ``spare`` below 0) decodes small windows, which waste the cores on context, and falls further
+        behind as more streams share the cores: a new stream that takes a core it would need next makes
+        it run dry, and then itself. So a first audio waits while the free cores, less its own, are
+        fewer than the thin streams holding none; at most its own expected work again after its
+        arrival, so first audio stays within a few times a lone stream's."""
+        if not job.first or self.cores is None or now >= job.due + job.cost:
+            return None
+        holding = {h.job.stream for h in self._running}
+        thin = sum(
+            s is not job.stream and s not in holding and s.spare is not None and s.spare() < 0 for s in self._streams
+        )
+        own = self._level(self._free) if self._free >= 1 else 1
+        if thin == 0 or self._free - own >= thin:
+            return None
+        return job.due + job.cost
+
+    def _yields(self, job: Job, now: float) -> float | None:
+        """Until when ``job`` leaves the free cores to streams between two jobs whose listener needs audio
+        before its own does, if it must; else None (lock held). Such a stream submits its next job a
+        moment after its last one ended; the job waits at most until its own deadline."""
+        if job.due <= now or self._free > len(self._streams):
+            return None  # its own listener needs the audio now, or there is a core for every stream anyway
+        short = sum(s.deadline() < job.due for s in self._between() if s.deadline is not None)
+        return job.due if self._free - 1 < short else None
+
+    def _between(self, exclude: ActiveStream | None = None) -> list[ActiveStream]:
+        """Streams between two jobs: none of theirs queued, running or stopped (lock held)."""
+        busy = {h.job.stream for h in self._running} | {j.stream for j in self._heap}
+        busy |= {h.job.stream for _, _, h in self._waiting}
+        return [s for s in self._streams if s is not exclude and s not in busy]
+
+    def _overdue(self, now: float, starting: int = 0) -> int:
+        """Jobs whose result is already needed, ``starting`` ones included: queued, running, or to come
+        from streams past their deadline between two jobs, whichever count is larger (lock held)."""
+        queued = sum(j.overdue(now) and (not j.first or self._waits(j, now) is None) for j in self._heap)
+        jobs = sum(h.job.overdue(h.started) for h in self._running) + queued
+        streams = sum(s.deadline is not None and s.deadline() <= now for s in self._streams)
+        return max(jobs + starting, streams)
+
+    def _overdue_level(self, free: int, overdue: int) -> int:
+        """An overdue job's threads: its equal share of the cores with the other overdue jobs
+        (:func:`~voxserve.stream.jobs.nearest_level`)."""
+        assert self.cores is not None
+        return nearest_level(self._levels, free, max(1, self.cores // max(1, overdue)))
+
+    def _threads_for(self, job: Job, overdue: bool) -> int | None:
+        if self.cores is None:
+            return None
+        if overdue:
+            return self._overdue_level(self._free, self._overdue(time.monotonic(), starting=1))
+        return self._level(self._free)
