@@ -168,7 +168,10 @@ def test_sealed_models_serve_and_never_touch_disk_decrypted(
     assert graphs and all(p.endswith((".vxenc", ".vxenc.tmp")) for p in graphs), sorted(files.opened)
     rebuilt = [p for p in graphs if p.endswith(".tmp")]
     assert bool(rebuilt) == derive_split, rebuilt  # graphs sealed by encrypt are used as they are
-    assert not [p for p in files.written if p.endswith(" (deleted)")], files.written
+    # (an in-memory file, memfd, is process memory like the decrypted bytes themselves: thread levels
+    # share one optimized graph through it, engines/onnx.py: SessionFactory._load_shared)
+    hidden = [p for p in files.written if p.endswith(" (deleted)") and not p.startswith("/memfd:")]
+    assert not hidden, files.written
     places = [sealed.cache.rglob("*"), temp.rglob("*"), Path("/dev/shm").glob("*"), (Path(p) for p in files.written)]
     found = [hit for paths in places for hit in _files_holding(sealed.markers, paths, since)]
     assert not found, found
