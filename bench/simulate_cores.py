@@ -27,6 +27,11 @@ everything real except the model work:
 with different ``--seed`` at once (each waits far more than it computes) give a larger sample of one
 load than the search's three rounds.
 
+``--real`` measures the same load with the real engine on this machine's own cores instead (every
+other part as above), and ``--noise SIGMA`` makes each simulated model call cost a random factor
+(lognormal, ``SIGMA``) of its learned cost, as real calls vary: run the two at ``--cores`` equal to this
+machine's to see how far the simulation's stalls are from the machine's.
+
 ``--costs`` takes the costs another run learned (its first printed line) instead of learning them, so
 two source trees are compared on the same costs: run this file with the other tree's ``src`` first on
 ``PYTHONPATH``.
@@ -132,24 +137,28 @@ def learn(engine_name: str) -> LearnedCosts:
 
 
 class LearnedCostEngine(FakeEngine):
-    """A fake engine whose model calls cost what the real engine's cost at the call's thread budget."""
+    """A fake engine whose model calls cost what the real engine's cost at the call's thread budget,
+    times a random factor (lognormal with ``noise`` as sigma; 0: exactly)."""
 
-    def __init__(self, costs: LearnedCosts, cores: int, **kwargs: Any) -> None:
+    def __init__(self, costs: LearnedCosts, cores: int, noise: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.costs, self.cores = costs, cores
+        self.costs, self.cores, self.noise = costs, cores, noise
+        self._draws = random.Random(0)  # apart from the arrivals' draws, which stay those of --seed
 
     def work_seconds(self, decoded_s: float | None) -> float:
         c = self.costs.at(current_thread_budget() or self.cores)
-        return c.front_s if decoded_s is None else c.window_s + c.audio_s * decoded_s
+        seconds = c.front_s if decoded_s is None else c.window_s + c.audio_s * decoded_s
+        return seconds * self._draws.lognormvariate(0.0, self.noise) if self.noise > 0 else seconds
 
 
-def simulated_runtime(engine_name: str, costs: LearnedCosts, cores: int) -> Runtime:
+def simulated_runtime(engine_name: str, costs: LearnedCosts, cores: int, noise: float = 0.0) -> Runtime:
     voice = VOICES[engine_name]
 
     def load(load: EngineLoad) -> LoadedEngine:
         engine = LearnedCostEngine(
             costs,
             cores,
+            noise,
             name=engine_name,
             voices={voice: "en-us"},
             sample_rate=24_000,
@@ -203,6 +212,18 @@ async def measure(runtime: Runtime, voice: str, listeners: int, rounds: int, spr
     return summarize(f"{listeners} listeners", listeners, records, time.monotonic() - started)
 
 
+def real_load(engine_name: str, levels: str, rounds: int, spread: float) -> None:
+    """The same listeners against the real engine on this machine's cores (as a server loads it)."""
+    runtime = Runtime(Settings(_env_file=None, engines=[engine_name]))
+    runtime.load(warm=True)
+    try:
+        for n in (int(n) for n in levels.split(",")):
+            summary = asyncio.run(measure(runtime, VOICES[engine_name], n, rounds, spread))
+            print(json.dumps({"cores": "real", **summary.to_json()}, default=str), flush=True)
+    finally:
+        runtime.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--engine", default="kokoro", choices=sorted(VOICES))
@@ -214,8 +235,13 @@ def main() -> None:
     parser.add_argument(
         "--costs", help="the first line another run printed, in a file: its learned costs (to compare two trees)"
     )
+    parser.add_argument("--noise", type=float, default=0.0, help="sigma of each simulated call's random cost factor")
+    parser.add_argument("--real", action="store_true", help="the real engine on this machine's cores, no simulation")
     args = parser.parse_args()
     random.seed(args.seed)
+    if args.real:
+        real_load(args.engine, args.levels or "1,2,3", args.rounds, args.spread)
+        return
     if args.costs:
         with open(args.costs) as f:
             learned = json.loads(f.readline())["learned"]
@@ -226,7 +252,7 @@ def main() -> None:
     voice = VOICES[args.engine]
     found: dict[int, int] = {}
     for cores in (int(c) for c in args.cores.split(",")):
-        runtime = simulated_runtime(args.engine, costs, cores)
+        runtime = simulated_runtime(args.engine, costs, cores, args.noise)
 
         async def level(n: int, runtime: Runtime = runtime, cores: int = cores) -> LevelSummary:
             summary = await measure(runtime, voice, n, args.rounds, args.spread)
