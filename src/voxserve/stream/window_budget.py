@@ -83,9 +83,12 @@ def next_window_s(
     The largest window done within ``ahead_s / MARGIN`` and, when other streams need a core soon, within
     ``hold_s / MARGIN`` (how long it may hold its cores), but never smaller than a first window
     (:func:`start_window_s`): with too little ahead a stall is coming anyway, and a smaller window
-    would only lose more ground. Except right after a small first window: a window that cannot be
-    done before the listener runs dry even if started at once is cut to one that can, down to the
-    smallest first window (a stream alone), so a new stream's second window comes in time.
+    would only lose more ground. Except that a window that cannot be done before the listener runs dry
+    even if started at once is cut to one that can, down to the smallest first window (a stream
+    alone): right after a small first window, so that a new stream's second window comes in time; and
+    later, because a stream short of audio usually gets a core at once from streams with audio to
+    spare, and then gains even with the cut window. When every stream is short at once, cut windows
+    can sit at break-even (docs/benchmarks.md, "The simulation against the machine").
     """
     a, b = cost
     affordable = (min(max(ahead_s, 0.0) / load, hold_s) / MARGIN - a) / b
