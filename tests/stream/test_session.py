@@ -324,3 +324,31 @@ async def test_a_stream_whose_consumer_stopped_reading_needs_no_core(fake_runtim
     rest = [chunk async for chunk in chunks]  # reading again: nothing was lost
     assert rest[-1].final and not session._unread
     assert session._deadline() < float("inf")
+
+
+async def test_a_playing_streams_next_text_is_ordered_by_the_work_that_follows_it(
+    fake_runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later segment's text is phonemized in a job of a few milliseconds, and the segment's front and
+    first window follow at once. The pool orders jobs by their latest start (deadline less cost), so the
+    phonemizing job carries that work's cost: with its own few milliseconds it would wait behind other
+    streams' windows until its listener was about to run dry, too late for the front and first window
+    (seen on the machine: three listeners stalling where their first sentence ends)."""
+    pool = fake_runtime.pool
+    original = pool.run
+    jobs: list[tuple[float, bool, bool]] = []  # (cost, playing, phonemized text)
+
+    async def run(fn: Any, **kw: Any) -> Any:
+        result = await original(fn, **kw)
+        jobs.append((kw.get("cost", 0.0), kw.get("playing", True), isinstance(result[0], list)))
+        return result
+
+    monkeypatch.setattr(pool, "run", run)
+    await collect(fake_runtime, "af_heart", PARAGRAPH)
+    texts = [(cost, playing) for cost, playing, text in jobs if text]
+    assert len(texts) >= 2 and jobs[0][2] and not jobs[1][2]
+    assert texts[0] == (0.0, False)  # the first text: due on arrival, it cannot start sooner
+    first_audio = jobs[1][0]  # the first segment's front and first window, at the same load
+    assert first_audio > 0
+    for cost, playing in texts[1:]:
+        assert playing and cost == pytest.approx(first_audio, rel=0.2)

@@ -261,17 +261,21 @@ class SynthesisSession:
 
     async def _speak(self, text_segment: TextSegment) -> None:
         frontend, lang, engine = self._frontend, self.lang, self.engine
+        # the segment's front and first window follow at once: its phonemes are due that much sooner
+        after = self._windows.segment_cost()
         if self.params.phoneme_input:
             segments = await self._timed(
                 lambda: frontend.phonemize_phonemes(
                     text_segment.text, lang, engine.alphabet, max_phonemes=engine.max_phonemes
-                )
+                ),
+                after,
             )
         else:
             segments = await self._timed(
                 lambda: frontend.phonemize_segment(
                     text_segment, lang, engine.alphabet, max_phonemes=engine.max_phonemes, lexicon=self.params.lexicon
-                )
+                ),
+                after,
             )
         assert isinstance(segments, list)
         if self.params.word_timings and not self.params.phoneme_input:

@@ -167,6 +167,18 @@ class WindowPlanner:
         coming = self.clock.ahead_s(time.monotonic()) + (window if self.clock.audio_s <= sent else 0.0)
         return coming - sustaining_lead_s(self.config.first_window_s, self.config.max_window_s, cost, load)
 
+    def segment_cost(self) -> float:
+        """The expected seconds of a new segment's first job (its front and a first window) for a stream
+        already playing, planned now; 0 before its first audio (due at once anyway) or while nothing is
+        learned. The job that phonemizes the segment's text runs just before it, and is ordered by it:
+        ordered by its own few milliseconds, it would wait behind other streams' windows until its
+        listener is about to run dry, and then the front and first window could not be done in time."""
+        cost, _, load = self.budget()
+        if self.clock.first_at is None or cost is None:
+            return 0.0
+        cfg = self.config
+        return self.job_cost(start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load), starts_segment=True)
+
     def job_cost(self, window_s: float | None, starts_segment: bool) -> float:
         """The expected seconds of a job decoding a window of ``window_s`` (``None``: unknown), with the
         margin windows are planned with; a segment's first job also runs its front (about one more
