@@ -32,6 +32,10 @@ other part as above), and ``--noise SIGMA`` makes each simulated model call cost
 (lognormal, ``SIGMA``) of its learned cost, as real calls vary: run the two at ``--cores`` equal to this
 machine's to see how far the simulation's stalls are from the machine's.
 
+``--learn-under-load N`` learns the window costs from a round of N real listeners instead of from the
+warm-up alone: under load this machine's windows cost about a third more than the warm-up teaches, and
+a simulation from the warm-up's costs stalls far less than the machine does at the same load.
+
 ``--costs`` takes the costs another run learned (its first printed line) instead of learning them, so
 two source trees are compared on the same costs: run this file with the other tree's ``src`` first on
 ``PYTHONPATH``.
@@ -101,8 +105,13 @@ def _fields(costs: Costs) -> tuple[float, float, float]:
     return costs.front_s, costs.window_s, costs.audio_s
 
 
-def learn(engine_name: str) -> LearnedCosts:
-    """Load the real engine as a server does and read (or time) its costs at one and two threads."""
+def learn(engine_name: str, under_load: int = 0, spread: float = 2.0) -> LearnedCosts:
+    """Load the real engine as a server does and read (or time) its costs at one and two threads.
+
+    With ``under_load`` the window costs are those the engine learned from a round of that many real
+    listeners on this machine's cores (as a server keeps them up to date), and each front's cost is
+    scaled by as much as the audio's: on a 2-core VM they came out a third above what the warm-up
+    teaches, enough to move a load from comfortable to the edge (docs/benchmarks.md)."""
     runtime = Runtime(Settings(_env_file=None, engines=[engine_name], intra_op_threads=2))
     runtime.load(warm=True)
     try:
@@ -131,9 +140,24 @@ def learn(engine_name: str) -> LearnedCosts:
                         first = time.perf_counter() - started
                     fronts.append(first - (window_s + audio_s * first_decoded_s))
             measured.append(Costs(max(0.0, statistics.median(fronts)), window_s, audio_s))
+        if under_load and engine.window_cost is not None:
+            asyncio.run(measure(runtime, voice, under_load, 1, spread))
+            learned = engine.window_cost
+            measured = [
+                _loaded(costs, learned.fit(n), config.context_s) for n, costs in zip((1, 2), measured, strict=True)
+            ]
         return LearnedCosts(*measured)
     finally:
         runtime.close()
+
+
+def _loaded(alone: Costs, fit: tuple[float, float] | None, context_s: float) -> Costs:
+    """``alone``'s costs as a load taught them (``fit``: the engine's window cost after it)."""
+    if fit is None:
+        return alone
+    audio_s = fit[1]
+    scale = audio_s / alone.audio_s if alone.audio_s > 0 else 1.0
+    return Costs(alone.front_s * scale, max(0.0, fit[0] - 2 * context_s * audio_s), audio_s)
 
 
 class LearnedCostEngine(FakeEngine):
@@ -237,6 +261,9 @@ def main() -> None:
     )
     parser.add_argument("--noise", type=float, default=0.0, help="sigma of each simulated call's random cost factor")
     parser.add_argument("--real", action="store_true", help="the real engine on this machine's cores, no simulation")
+    parser.add_argument(
+        "--learn-under-load", type=int, default=0, metavar="N", help="learn the costs from N real listeners at once"
+    )
     args = parser.parse_args()
     random.seed(args.seed)
     if args.real:
@@ -247,7 +274,7 @@ def main() -> None:
             learned = json.loads(f.readline())["learned"]
         costs = LearnedCosts(Costs(**learned["one_thread"]), Costs(**learned["two_threads"]))
     else:
-        costs = learn(args.engine)
+        costs = learn(args.engine, args.learn_under_load, args.spread)
     print(json.dumps({"learned": {"one_thread": costs.one.__dict__, "two_threads": costs.two.__dict__}}), flush=True)
     voice = VOICES[args.engine]
     found: dict[int, int] = {}
