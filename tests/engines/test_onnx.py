@@ -152,6 +152,20 @@ def test_elastic_levels_share_one_copy_of_the_weights(model_store: ModelStore) -
     assert two - one < 0.4 * one, (one, two)  # a copy per level costs about as much as the first
 
 
+def test_a_graph_loaded_from_bytes_keeps_no_copy_of_them(model_store: ModelStore) -> None:
+    """A sealed model reaches ONNX Runtime as decrypted bytes, and a session made from bytes keeps them
+    for its life: a second copy of the weights. Loaded from an in-memory file instead, it costs what a
+    session from the file costs."""
+    if not hasattr(os, "memfd_create") or not Path("/proc/self/status").is_file():
+        pytest.skip("in-memory files need Linux")
+    from bench.graph_memory import load_mb  # in a fresh interpreter: RSS inside pytest depends on every test
+
+    model = model_store.piper_model()
+    size_mb = model.stat().st_size / 2**20
+    from_file, from_bytes = load_mb(str(model), 2, "single"), load_mb(str(model), 2, "bytes")
+    assert from_bytes - from_file < 0.3 * size_mb, (from_file, from_bytes, size_mb)
+
+
 def test_elastic_levels_compute_what_a_plain_session_does(model_store: ModelStore) -> None:
     """Every level of an elastic session, from a file or from bytes (a sealed model), gives exactly what a
     session loaded on its own at that thread count gives: ONNX Runtime's optimizations rewrite some of

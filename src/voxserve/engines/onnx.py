@@ -239,6 +239,33 @@ def shared_weights(graph: str) -> dict[str, ort.OrtValue]:
     }
 
 
+@contextlib.contextmanager
+def memory_file(data: bytes | None = None) -> Iterator[str | None]:
+    """A file that lives in memory only (Linux ``memfd``), holding ``data`` if given: its path while
+    inside the block, or None where the platform has no such files or ``data`` could not be written
+    (then the caller falls back to what it would do without one)."""
+    memfd_create = getattr(os, "memfd_create", None)
+    try:
+        fd = memfd_create("voxserve-graph") if memfd_create is not None else None
+    except OSError:
+        fd = None
+    if fd is None:
+        yield None
+        return
+    try:
+        path = f"/proc/self/fd/{fd}"
+        try:
+            usable = os.path.exists(path)  # else no /proc
+            if usable and data is not None:
+                with open(fd, "wb", closefd=False) as file:
+                    file.write(data)
+        except OSError:
+            usable = False
+        yield path if usable else None
+    finally:
+        os.close(fd)
+
+
 class SessionFactory:
     """Builds ONNX Runtime sessions with the process-wide provider and thread settings.
 
@@ -325,16 +352,8 @@ class SessionFactory:
         optimizations off, sharing its weights. ONNX Runtime loads a file by path, so no session keeps a
         copy of the graph's bytes either.
         """
-        memfd_create = getattr(os, "memfd_create", None)  # Linux
-        if memfd_create is None:
-            return None
-        try:
-            fd = memfd_create("voxserve-graph")
-        except OSError:
-            return None
-        try:
-            optimized = f"/proc/self/fd/{fd}"
-            if not os.path.exists(optimized):  # no /proc
+        with memory_file() as optimized:
+            if optimized is None:
                 return None
             options = self.options(levels[0])
             options.optimized_model_filepath = optimized
@@ -348,22 +367,26 @@ class SessionFactory:
                 for name, value in weights.items():
                     options.add_initializer(name, value)
                 sessions[threads] = self._load(optimized, threads, options)
-        finally:
-            os.close(fd)
         return ElasticSession(sessions, weights)
 
     def _load(
         self, path: Path | str | bytes, threads: int, options: ort.SessionOptions | None = None
     ) -> ort.InferenceSession:
-        source = path if isinstance(path, bytes) else str(path)
-        if not isinstance(path, bytes) and not Path(path).is_file():
+        """A session for ``path`` at ``threads``. A graph given as bytes (a sealed model, decrypted) is
+        loaded from an in-memory file where there are such: ONNX Runtime keeps the bytes it is given
+        for the session's life, a second copy of the weights."""
+        options = options or self.options(threads)
+        if isinstance(path, bytes):
+            with memory_file(path) as copy:
+                return self._session(copy or path, options, "in-memory graph")
+        if not Path(path).is_file():
             raise ModelError(f"model file {path} is missing; run 'voxserve models fetch'")
+        return self._session(str(path), options, str(path))
+
+    def _session(self, source: str | bytes, options: ort.SessionOptions, where: str) -> ort.InferenceSession:
         try:
-            return ort.InferenceSession(
-                source, sess_options=options or self.options(threads), providers=self.provider_list()
-            )
+            return ort.InferenceSession(source, sess_options=options, providers=self.provider_list())
         except Exception as exc:  # onnxruntime raises several unrelated types
-            where = "in-memory graph" if isinstance(path, bytes) else str(path)
             raise ModelError(
                 f"could not load {where}: {exc}; the file may be corrupt, run 'voxserve models fetch --force'"
             ) from exc

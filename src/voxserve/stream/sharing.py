@@ -120,14 +120,21 @@ class CoreSharing:
         if not self._heap or not self._heap[0].first:
             return (self._heap[0] if self._heap else None), None
         opens: float | None = None
+        thin = self._thin()  # once for every first audio queued: each would count the same streams
         for job in sorted(self._heap):
-            until = self._waits(job, now)
+            until = self._waits(job, now, thin)
             if until is None:
                 return job, opens
             opens = until if opens is None else min(opens, until)
         return None, opens
 
-    def _waits(self, job: Job, now: float) -> float | None:
+    def _thin(self) -> int:
+        """Playing streams holding no core that have too little audio coming to keep gaining at this load
+        (their ``spare`` below 0; a stream before its first audio has all it needs) (lock held)."""
+        holding = {h.job.stream for h in self._running}
+        return sum(s not in holding and s.spare is not None and s.spare() < 0 for s in self._streams)
+
+    def _waits(self, job: Job, now: float, thin: int | None = None) -> float | None:
         """Until when a new stream's first audio waits for thin streams, if it must wait now; else None
         (lock held).
 
@@ -136,13 +143,11 @@ class CoreSharing:
         behind as more streams share the cores: a new stream that takes a core it would need next makes
         it run dry, and then itself. So a first audio waits while the free cores, less its own, are
         fewer than the thin streams holding none; at most its own expected work again after its
-        arrival, so first audio stays within a few times a lone stream's."""
+        arrival, so first audio stays within a few times a lone stream's. ``thin``: :meth:`_thin`, if
+        already counted for this decision."""
         if not job.first or self.cores is None or now >= job.due + job.cost:
             return None
-        holding = {h.job.stream for h in self._running}
-        thin = sum(
-            s is not job.stream and s not in holding and s.spare is not None and s.spare() < 0 for s in self._streams
-        )
+        thin = self._thin() if thin is None else thin
         own = self._level(self._free) if self._free >= 1 else 1
         if thin == 0 or self._free - own >= thin:
             return None
@@ -166,7 +171,9 @@ class CoreSharing:
     def _overdue(self, now: float, starting: int = 0) -> int:
         """Jobs whose result is already needed, ``starting`` ones included: queued, running, or to come
         from streams past their deadline between two jobs, whichever count is larger (lock held)."""
-        queued = sum(j.overdue(now) and (not j.first or self._waits(j, now) is None) for j in self._heap)
+        due = [j for j in self._heap if j.overdue(now)]
+        thin = self._thin() if any(j.first for j in due) else 0
+        queued = sum(not j.first or self._waits(j, now, thin) is None for j in due)
         jobs = sum(h.job.overdue(h.started) for h in self._running) + queued
         streams = sum(s.deadline is not None and s.deadline() <= now for s in self._streams)
         return max(jobs + starting, streams)
