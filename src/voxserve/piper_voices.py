@@ -184,7 +184,9 @@ class PiperLibrary:
     def _load(self, lazy: LazyPiperEngine) -> PiperEngine:
         load = self._load_with
         graphs = self._split_graphs(lazy.files) if load.windowed else None
-        whole = load.sessions.create(lazy.files.model, elastic=False)
+        model = lazy.files.model
+        # windowed, the whole graph serves only direct engine calls: loaded when one comes, if ever
+        whole = load.sessions.lazy(model) if graphs is not None else load.sessions.create(model, elastic=False)
         return piper_engine(load, whole, lazy.config, lazy.lang, graphs=graphs)
 
     def _split_graphs(self, files: PiperVoiceFiles) -> Path | None:

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import pytest
 
-from voxserve.engines.onnx import OnnxSession, SessionFactory
+from voxserve.engines.onnx import LazySession, OnnxSession, SessionFactory
 from voxserve.engines.registry import EngineLoad
 from voxserve.engines.windowing import WindowConfig
 from voxserve.models import ModelStore
@@ -78,7 +78,10 @@ def test_voices_load_on_use_stream_in_windows_and_unload_least_recently_used(ser
     assert library.loaded_ids == []  # nothing loaded until a request uses a voice
     german = speak(server, f"{GERMAN}@ben", "Guten Morgen, wie geht es dir heute?")
     assert german.status_code == 200 and pcm_rms(german.content) > 0.01
-    assert library.loaded(GERMAN).windowed  # joe's structure: split graphs and windowed decoding
+    german_engine = library.loaded(GERMAN)
+    assert german_engine.windowed  # joe's structure: split graphs and windowed decoding
+    whole = german_engine.session  # the whole graph, which windowed speech never runs: not loaded
+    assert isinstance(whole, LazySession) and not whole.loaded
     assert speak(server, BRITISH, "Good morning, how are you today?").status_code == 200
     assert speak(server, FRENCH, "Bonjour, comment allez-vous?").status_code == 200
     assert library.loaded_ids[-1] == FRENCH and GERMAN not in library.loaded_ids
