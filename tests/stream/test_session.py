@@ -334,6 +334,7 @@ async def test_a_playing_streams_next_text_is_ordered_by_the_work_that_follows_i
     phonemizing job carries that work's cost: with its own few milliseconds it would wait behind other
     streams' windows until its listener was about to run dry, too late for the front and first window
     (seen on the machine: three listeners stalling where their first sentence ends)."""
+    fake_runtime.warm_up()  # costs learned afresh: other tests on this runtime change the fake's costs
     pool = fake_runtime.pool
     original = pool.run
     jobs: list[tuple[float, bool, bool]] = []  # (cost, playing, phonemized text)
