@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import time
@@ -261,22 +262,22 @@ class SynthesisSession:
 
     async def _speak(self, text_segment: TextSegment) -> None:
         frontend, lang, engine = self._frontend, self.lang, self.engine
+        phonemize = (
+            functools.partial(
+                frontend.phonemize_phonemes, text_segment.text, lang, engine.alphabet, max_phonemes=engine.max_phonemes
+            )
+            if self.params.phoneme_input
+            else functools.partial(
+                frontend.phonemize_segment,
+                text_segment,
+                lang,
+                engine.alphabet,
+                max_phonemes=engine.max_phonemes,
+                lexicon=self.params.lexicon,
+            )
+        )
         # the segment's front and first window follow at once: its phonemes are due that much sooner
-        after = self._windows.segment_cost()
-        if self.params.phoneme_input:
-            segments = await self._timed(
-                lambda: frontend.phonemize_phonemes(
-                    text_segment.text, lang, engine.alphabet, max_phonemes=engine.max_phonemes
-                ),
-                after,
-            )
-        else:
-            segments = await self._timed(
-                lambda: frontend.phonemize_segment(
-                    text_segment, lang, engine.alphabet, max_phonemes=engine.max_phonemes, lexicon=self.params.lexicon
-                ),
-                after,
-            )
+        segments = await self._timed(phonemize, self._windows.segment_cost())
         assert isinstance(segments, list)
         if self.params.word_timings and not self.params.phoneme_input:
             self._source.segment(text_segment.text, [w.text for segment in segments for w in segment.words])
