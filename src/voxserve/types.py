@@ -86,6 +86,9 @@ class EngineAudio:
     when the model exposes durations; it enables word timings.
     ``lead_in``/``tail`` count samples of model padding (silence the model put at the
     start/end) that a joiner may trim; ``None`` means unknown (detect by energy).
+    ``more_runs`` marks a ``last`` piece after which the same ``stream()`` call goes on with another
+    model input (Kokoro splits phonemes beyond its 510-token window): without it, a last piece is the
+    call's last, and the caller need not ask the engine again (a worker job that would find nothing).
     """
 
     samples: FloatAudio
@@ -95,6 +98,7 @@ class EngineAudio:
     phoneme_durations: npt.NDArray[np.int64] | None = None
     lead_in: int | None = None
     tail: int | None = None
+    more_runs: bool = False
 
 
 @dataclass(frozen=True, eq=False)

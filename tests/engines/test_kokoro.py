@@ -100,6 +100,9 @@ def test_input_longer_than_the_window_is_split_and_fully_spoken(kokoro: KokoroEn
     pieces = list(kokoro.stream(long, "af_heart", 2.0))
     assert sum(p.first for p in pieces) == 2  # two model inputs, each decoded in one or more windows
     assert pieces[0].first and pieces[-1].last
+    # the first input's last piece says another input follows; the call's last piece says none does
+    assert [p.more_runs for p in pieces if p.last] == [True, False]
+    assert not any(p.more_runs for p in pieces if not p.last)
     single = len(kokoro.synthesize(HELP, "af_heart", 2.0).samples)
     total = sum(len(p.samples) for p in pieces)
     assert total > 19 * single * 0.6

@@ -353,3 +353,25 @@ async def test_a_playing_streams_next_text_is_ordered_by_the_work_that_follows_i
     assert first_audio > 0
     for cost, playing in texts[1:]:
         assert playing and cost == pytest.approx(first_audio, rel=0.2)
+
+
+async def test_no_worker_job_is_spent_learning_that_a_segment_has_no_more_audio(
+    fake_runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each job is a segment's text or a piece of its audio: after a segment's last piece the session
+    # goes on to the next segment at once, rather than queueing a job behind other streams' windows
+    # only to find the engine's generator done (at a join, where a late next segment stalls playback)
+    results: list[Any] = []
+    pool = fake_runtime.pool
+    run = pool.run
+
+    async def recording(fn: Any, **kw: Any) -> Any:
+        result = await run(fn, **kw)
+        results.append(result[0])
+        return result
+
+    monkeypatch.setattr(pool, "run", recording)
+    text = "One sentence is here. Another one follows it. And a third."
+    chunks, session = await collect(fake_runtime, "af_heart", text)
+    assert chunks and session.join_positions  # more than one segment, all spoken
+    assert results and all(result is not None for result in results)

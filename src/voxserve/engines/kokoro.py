@@ -6,6 +6,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -209,12 +210,14 @@ class KokoroEngine:
         check_speed(speed)
         pieces = split_phonemes(phonemes, MAX_TOKENS)
         for i, piece in enumerate(pieces):
+            more = i < len(pieces) - 1  # another model input follows this one's last piece
             if self._streamer is None:
                 audio = self._run(piece, voice, speed, control)
-                yield EngineAudio(samples=audio, sample_rate=SAMPLE_RATE, first=True, last=True)
+                yield EngineAudio(samples=audio, sample_rate=SAMPLE_RATE, first=True, last=True, more_runs=more)
                 continue
             first = first_window_s if i == 0 else None
-            yield from self._stream_windows(piece, voice, speed, first, next_window_s, control)
+            for audio_piece in self._stream_windows(piece, voice, speed, first, next_window_s, control):
+                yield replace(audio_piece, more_runs=True) if more and audio_piece.last else audio_piece
 
     def _front(
         self,

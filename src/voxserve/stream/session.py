@@ -320,7 +320,9 @@ class SynthesisSession:
                 audio = self._loudness.process(joined.audio)
                 # the stream's last piece (text closed, nothing queued) takes the joiner's tail: its last
                 # chunk is the final one, with audio, rather than an empty end marker after it
-                final = piece.last and ends_text and self._closed and self._segments.qsize() == 1
+                final = (
+                    piece.last and not piece.more_runs and ends_text and self._closed and self._segments.qsize() == 1
+                )
                 if final:
                     audio = np.concatenate([audio, self._loudness.process(self._joiner.finish())])
                 if piece.first and joined.span.out_start > 0:
@@ -334,6 +336,8 @@ class SynthesisSession:
                         for word, a, b in word_spans(segment, piece.phoneme_durations)
                     )
                 await self._emit(audio, final)
+                if piece.last and not piece.more_runs:
+                    break  # the engine has no more: asking it again would take a worker job to learn so
         finally:
             close = getattr(pieces, "close", None)
             if close is not None:
