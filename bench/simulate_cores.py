@@ -32,6 +32,11 @@ other part as above), and ``--noise SIGMA`` makes each simulated model call cost
 (lognormal, ``SIGMA``) of its learned cost, as real calls vary: run the two at ``--cores`` equal to this
 machine's to see how far the simulation's stalls are from the machine's.
 
+``--saturation K,...`` (with ``--real``) first runs K unpaced requests at once on the same runtime and
+prints the audio seconds made per wall second: the saturation throughput the issue's targets compare
+listeners with, measured in the same run (listeners served / the largest of these = the share of
+saturation; note that past capacity more requests at once deliver less, see docs/benchmarks.md).
+
 ``--learn-under-load N`` learns the window costs from a round of N real listeners instead of from the
 warm-up alone: under load this machine's windows cost about a third more than the warm-up teaches, and
 a simulation from the warm-up's costs stalls far less than the machine does at the same load.
@@ -236,11 +241,29 @@ async def measure(runtime: Runtime, voice: str, listeners: int, rounds: int, spr
     return summarize(f"{listeners} listeners", listeners, records, time.monotonic() - started)
 
 
-def real_load(engine_name: str, levels: str, rounds: int, spread: float) -> None:
-    """The same listeners against the real engine on this machine's cores (as a server loads it)."""
+async def saturation(runtime: Runtime, voice: str, requests: int) -> dict[str, float]:
+    """``requests`` unpaced requests of the reply at once: audio seconds made per wall second."""
+
+    async def one() -> float:
+        session = runtime.open_session(SynthesisParams(voice=voice), pace=False)
+        session.push_text(TEXT)
+        session.close()
+        return sum([len(chunk.samples) / chunk.sample_rate async for chunk in session])
+
+    started = time.monotonic()
+    audio_s = sum(await asyncio.gather(*(one() for _ in range(requests))))
+    wall_s = time.monotonic() - started
+    return {"saturation_requests": requests, "audio_s": audio_s, "wall_s": wall_s, "x_real_time": audio_s / wall_s}
+
+
+def real_load(engine_name: str, levels: str, rounds: int, spread: float, unpaced: str | None = None) -> None:
+    """The same listeners against the real engine on this machine's cores (as a server loads it), after
+    the saturation throughput of ``unpaced`` (request counts) if given."""
     runtime = Runtime(Settings(_env_file=None, engines=[engine_name]))
     runtime.load(warm=True)
     try:
+        for k in (int(k) for k in unpaced.split(",")) if unpaced else ():
+            print(json.dumps(asyncio.run(saturation(runtime, VOICES[engine_name], k))), flush=True)
         for n in (int(n) for n in levels.split(",")):
             summary = asyncio.run(measure(runtime, VOICES[engine_name], n, rounds, spread))
             print(json.dumps({"cores": "real", **summary.to_json()}, default=str), flush=True)
@@ -261,13 +284,14 @@ def main() -> None:
     )
     parser.add_argument("--noise", type=float, default=0.0, help="sigma of each simulated call's random cost factor")
     parser.add_argument("--real", action="store_true", help="the real engine on this machine's cores, no simulation")
+    parser.add_argument("--saturation", help="with --real: unpaced request counts to measure throughput at first")
     parser.add_argument(
         "--learn-under-load", type=int, default=0, metavar="N", help="learn the costs from N real listeners at once"
     )
     args = parser.parse_args()
     random.seed(args.seed)
     if args.real:
-        real_load(args.engine, args.levels or "1,2,3", args.rounds, args.spread)
+        real_load(args.engine, args.levels or "1,2,3", args.rounds, args.spread, args.saturation)
         return
     if args.costs:
         with open(args.costs) as f:
