@@ -320,9 +320,8 @@ class SynthesisSession:
                 audio = self._loudness.process(joined.audio)
                 # the stream's last piece (text closed, nothing queued) takes the joiner's tail: its last
                 # chunk is the final one, with audio, rather than an empty end marker after it
-                final = (
-                    piece.last and not piece.more_runs and ends_text and self._closed and self._segments.qsize() == 1
-                )
+                done = piece.last and not piece.more_runs  # the engine has no more for this segment
+                final = done and ends_text and self._closed and self._segments.qsize() == 1
                 if final:
                     audio = np.concatenate([audio, self._loudness.process(self._joiner.finish())])
                 if piece.first and joined.span.out_start > 0:
@@ -336,8 +335,8 @@ class SynthesisSession:
                         for word, a, b in word_spans(segment, piece.phoneme_durations)
                     )
                 await self._emit(audio, final)
-                if piece.last and not piece.more_runs:
-                    break  # the engine has no more: asking it again would take a worker job to learn so
+                if done:
+                    break  # asking the engine again would take a worker job only to learn that it is done
         finally:
             close = getattr(pieces, "close", None)
             if close is not None:
