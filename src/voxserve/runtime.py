@@ -305,8 +305,11 @@ class Runtime:
                 return normalize_lang(self.settings.default_lang)
             raise
 
-    def open_session(self, params: SynthesisParams, *, pace: bool = True) -> SynthesisSession:
-        """Start a streaming session; must be called from a running event loop."""
+    def open_session(
+        self, params: SynthesisParams, *, pace: bool = True, config: SessionConfig | None = None
+    ) -> SynthesisSession:
+        """Start a streaming session; must be called from a running event loop. ``config`` replaces the
+        one the settings make (:meth:`session_config`), for benches and tests that need other windows."""
         engine = self.engine_for(params.voice)
         lang = self._lang_for(params)
         check_language(engine.name, params.voice, self._voice_lang(params.voice), lang)
@@ -321,5 +324,5 @@ class Runtime:
             pool=self.pool,
             params=replace(params, lexicon=lexicon),
             lang=lang,
-            config=self.session_config(pace=pace),
+            config=config or self.session_config(pace=pace),
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 
 import grpc
 import httpx
@@ -59,6 +60,21 @@ def test_a_full_replica_refuses_at_once_and_reports_full() -> None:
         with pytest.raises(grpc.RpcError) as info:
             list(stub.SynthesizeStream(pb.SynthesizeRequest(text="hello", voice="fake", format="pcm"), timeout=5))
         assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+        def requests() -> Iterator[pb.StreamRequest]:  # still writing text when the refusal comes
+            yield pb.StreamRequest(config=pb.StreamConfig(voice="fake", format="pcm"))
+            for _ in range(50):
+                yield pb.StreamRequest(text=pb.TextFragment(text="hello "))
+                time.sleep(0.01)
+
+        responses: list[pb.StreamResponse] = []
+        with pytest.raises(grpc.RpcError) as info:
+            responses.extend(stub.StreamingSynthesize(requests(), timeout=5))
+        # the status may be grpc's own INTERNAL here (a client-side race when the call ends during a
+        # write): the refusal is also sent in-band, before the status, and is read in any case
+        refusals = [r.error for r in responses if r.WhichOneof("kind") == "error"]
+        assert [r.code for r in refusals] == ["overloaded"] and "at capacity" in refusals[0].message
+        assert info.value.code() in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INTERNAL)
 
         holder.join(10)
         assert httpx.get(running.base + "/readyz").status_code == 200

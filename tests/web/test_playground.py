@@ -55,7 +55,8 @@ def test_speak_schedules_gapless_audio_and_shows_metrics(page: Page, server: Ser
     assert s["chunks"] >= 2, s
     assert s["scheduledSeconds"] > 3.0, s  # ≈4.5 s of speech
     assert s["scheduledSeconds"] == pytest.approx(s["serverAudioS"], abs=0.01)
-    assert s["underruns"] == 0, s  # every chunk arrived before the previous one finished playing
+    assert s["serverStallS"] == 0, s  # the server made every chunk before a real-time listener needed it
+    assert s["underruns"] == 0, s  # ... and every chunk arrived before the previous one finished playing
     assert s["ttfaMs"] is not None and 0 < s["ttfaMs"] < 5000, s
     assert s["sampleRate"] == 22050
     assert re.fullmatch(r"\d+ ms(server: \d+ ms)?", page.inner_text("#m-ttfa").replace("\n", ""))

@@ -214,6 +214,14 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
         try:
             async for event in stream.events(watch=reader):
                 yield grpc_event(event)
+        except Exception as exc:
+            # The status follows at once (the interceptor maps it). The error goes in-band first, as on
+            # the WebSocket: a client still writing text when the call ends may read grpc's own INTERNAL
+            # ("Internal error from Core") in place of the status; the event reaches it before that.
+            body = error_body(exc)["error"]
+            assert isinstance(body, dict)
+            yield pb.StreamResponse(error=pb.StreamError(code=str(body["code"]), message=str(body["message"])))
+            raise
         finally:
             reader.cancel()
             await stream.aclose()

@@ -24,7 +24,7 @@ const el = {
 const state = {
   voicesLoaded: false, voices: 0, mode: "whole", active: false, playing: false, status: "",
   chunks: 0, scheduledSeconds: 0, activeSources: 0, underruns: 0, sampleRate: 0, words: 0,
-  ttfaMs: null, serverTtfaMs: null, rtf: null, serverAudioS: null, cancelled: false,
+  ttfaMs: null, serverTtfaMs: null, rtf: null, serverAudioS: null, serverStallS: null, cancelled: false,
   utterances: 0, lastError: null, lastDownload: null, fragmentsSent: 0, fragmentsAtFirstAudio: null,
 };
 window.voxState = state;
@@ -82,7 +82,7 @@ async function loadVoices() {
 function resetMetrics() {
   Object.assign(state, {
     chunks: 0, scheduledSeconds: 0, underruns: 0, words: 0, ttfaMs: null, serverTtfaMs: null, rtf: null,
-    serverAudioS: null, cancelled: false, sampleRate: 0, fragmentsSent: 0, fragmentsAtFirstAudio: null,
+    serverAudioS: null, serverStallS: null, cancelled: false, sampleRate: 0, fragmentsSent: 0, fragmentsAtFirstAudio: null,
   });
   el.ttfa.textContent = "–";
   el.rtf.textContent = "–";
@@ -160,6 +160,7 @@ function onDone(cur, msg) {
   state.cancelled = Boolean(msg.cancelled);
   state.serverTtfaMs = msg.ttfa_ms ?? null;
   state.serverAudioS = msg.audio_s ?? null;
+  state.serverStallS = msg.stall_s ?? null; // the server's own count: audio it made late for a real-time listener
   const elapsed = ((cur.lastAt ?? performance.now()) - cur.t0) / 1000;
   state.rtf = typeof msg.rtf === "number" ? msg.rtf : state.scheduledSeconds ? elapsed / state.scheduledSeconds : null;
   if (state.rtf !== null) el.rtf.textContent = state.rtf.toFixed(2);

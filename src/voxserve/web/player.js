@@ -1,6 +1,9 @@
 // Gapless playback of streamed PCM: each chunk becomes an AudioBuffer scheduled right after the last one.
 
-const START_LEAD_S = 0.06; // head room before the first buffer of an utterance
+// Head room before the first buffer of an utterance: what absorbs the jitter of delivery (a busy page,
+// a machine whose cores the server shares). The server keeps its own audio ahead of real time; this only
+// covers the way to the speaker, for a tenth of a second more before the first sound.
+const START_LEAD_S = 0.1;
 const LATE_MARGIN_S = 0.02; // a chunk that arrives after its slot starts this far from now
 
 export function pcm16ToFloat(buffer) {
