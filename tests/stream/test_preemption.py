@@ -237,13 +237,11 @@ async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_so
     assert pool.preemptions > before
     assert firsts[caller_text] < lasts[reading_text]  # the caller did not wait for the reading
     # the reading's stopped window was made again from the same inputs: nothing lost or made twice (the
-    # length; a silence trim may move by a few samples), and its later windows, all at the cap, are the
-    # same audio up to float rounding (a window made again may run at another thread count). Its first
-    # sentence may be cut differently: the first window follows the costs learned meanwhile.
+    # length; a silence trim may move by a few samples), and the same speech. Its windows are cut
+    # differently from the lone reading's wherever the caller held a core (the reading's windows are
+    # then sized to hand it back in time), so the audio matches up to the seams of other cuts.
     assert abs(len(reading) - len(reading_alone)) <= 24
-    last = len(reading_alone) * 2 // 5
-    assert _spectral_difference(reading[-last:], reading_alone[-last:]) < 0.02
-    assert _spectral_difference(reading, reading_alone) < 0.1
+    assert _spectral_difference(reading, reading_alone) < 0.25  # 0.03-0.15 seen with other cuts
     # the caller's windows were sized for two streams, not one: other cuts, the same speech. The pause
     # after its first clause is measured on the piece that ends the clause, so other cuts move it (by up
     # to about 0.23 s seen: the clause's last piece may hold its speech's end or only silence); a window

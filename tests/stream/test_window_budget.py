@@ -203,3 +203,24 @@ def test_a_stream_is_thin_while_the_window_that_gains_at_its_load_does_not_fit_w
     assert planner.spare_s() == pytest.approx(1.0 + window - needed, abs=0.01)
     clock.on_audio(time.monotonic(), window)  # it arrived: counted once, as audio ahead
     assert planner.spare_s() == pytest.approx(1.0 + window - needed, abs=0.01)
+
+
+def test_a_segments_first_window_leaves_time_for_its_front() -> None:
+    """A segment's first job runs its front (about one window's fixed part) before the window: with a
+    lead of 2 s and nothing else bounding it, front and window together are done within the margin,
+    not the window alone (seen: a stall at each sentence join of a lone listener on a slow machine)."""
+    import time
+
+    from voxserve.stream.playback import PlaybackClock
+    from voxserve.stream.session_config import SessionConfig
+    from voxserve.stream.window_budget import WindowPlanner, front_s
+
+    clock = PlaybackClock()
+    clock.on_audio(time.monotonic(), 2.0)
+    config = SessionConfig(pace=True, first_window_s=FIRST, max_window_s=LARGEST)
+    planner = WindowPlanner(cast(Engine, _Engine()), cast(WorkerPool, _Pool()), config, clock)
+    a, b = NARROW
+    later = planner.next_s()
+    first = planner.next_s(starts_segment=True)
+    assert later is not None and first is not None and first < later
+    assert MARGIN * (front_s(NARROW) + a + b * first) == pytest.approx(2.0, abs=0.01)

@@ -146,8 +146,10 @@ class WindowPlanner:
         largest = self.largest_s()
         if self.clock.first_at is None:
             return start_window_s(cfg.first_window_s, largest, cost, load)
-        hold = self.pool.hold_limit(stream, threads or 1) - (MARGIN * front_s(cost) if starts_segment else 0.0)
-        ahead = self.clock.ahead_s(time.monotonic())
+        # a segment's first job runs its front before the window: that time comes off both bounds
+        front = MARGIN * front_s(cost) if starts_segment else 0.0
+        hold = self.pool.hold_limit(stream, threads or 1) - front
+        ahead = self.clock.ahead_s(time.monotonic()) - load * front
         window = next_window_s(ahead, cfg.first_window_s, largest, cost, load, hold)
         self._planned = (self.clock.audio_s, window)
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
