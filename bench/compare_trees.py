@@ -25,6 +25,13 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _prepare(tree: Path) -> None:
+    """Generate the tree's gRPC modules if it has none (a fresh ``git worktree`` lacks them: they are
+    made at install time): its own ``setup.py`` makes them from its own proto."""
+    if not (tree / "src/voxserve/server/grpc_gen").is_dir() and (tree / "setup.py").is_file():
+        subprocess.run([sys.executable, "setup.py", "-q", "--version"], cwd=tree, check=True, capture_output=True)
+
+
 def _serve(tree: Path, port: int, env_extra: dict[str, str]) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), **env_extra}
     command = [sys.executable, "-m", "voxserve", "-q", "serve", "--port", str(port), "--grpc-port", str(port + 1)]
@@ -70,6 +77,8 @@ def main() -> None:
     trees = {"old": args.old.resolve(), "new": args.new.resolve()}
     order = [name for r in range(args.rounds) for name in (("old", "new") if r % 2 == 0 else ("new", "old"))]
     args.output.mkdir(parents=True, exist_ok=True)
+    for tree in trees.values():
+        _prepare(tree)
     summary: list[str] = []
     for n, name in enumerate(order):
         server = _serve(trees[name], args.port, env_extra)
