@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput
+from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput, VoxError, error_body
 from voxserve.policy import SpeechRequest
 from voxserve.server.ratelimit import TokenBuckets
 from voxserve.server.service import SpeechService
@@ -97,6 +97,15 @@ class Error:
     message: str
     context_id: str | None = None
     retry_after_s: float | None = None  # busy or restarting: when to try again
+
+    @classmethod
+    def ending(cls, exc: BaseException) -> Error:
+        """The event a duplex transport sends before it ends the connection on ``exc``: the code and
+        message of :func:`voxserve.errors.error_body`, and when to try again where the error says."""
+        body = error_body(exc)["error"]
+        assert isinstance(body, dict)
+        retry = exc.retry_after_s if isinstance(exc, VoxError) else None
+        return cls(str(body["code"]), str(body["message"]), None, retry)
 
 
 @dataclass(frozen=True)

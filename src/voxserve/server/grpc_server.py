@@ -18,6 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
 from voxserve.errors import VoxError, error_body, grpc_status_name
+from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.connlimits import OpenPerClient
 from voxserve.server.contexts import open_stream
@@ -218,9 +219,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
             # The status follows at once (the interceptor maps it). The error goes in-band first, as on
             # the WebSocket: a client still writing text when the call ends may read grpc's own INTERNAL
             # ("Internal error from Core") in place of the status; the event reaches it before that.
-            body = error_body(exc)["error"]
-            assert isinstance(body, dict)
-            yield pb.StreamResponse(error=pb.StreamError(code=str(body["code"]), message=str(body["message"])))
+            yield grpc_event(dx.Error.ending(exc))
             raise
         finally:
             reader.cancel()

@@ -15,7 +15,7 @@ import logging
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from voxserve.errors import IdleTimeout, InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, ws_close_code
+from voxserve.errors import IdleTimeout, InputTooLarge, InvalidInput, Unauthorized, VoxError, ws_close_code
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.contexts import ContextStream, open_stream
@@ -45,19 +45,13 @@ async def tts_stream(websocket: WebSocket) -> None:
 
 
 async def _close_with(websocket: WebSocket, exc: Exception) -> None:
-    body = error_body(exc)["error"]
-    assert isinstance(body, dict)
     if not isinstance(exc, VoxError):
         log.error("websocket closed on an unexpected error", exc_info=exc)
     if websocket.client_state is WebSocketState.CONNECTED:
         with contextlib.suppress(Exception):
-            error = event_json(dx.Error(str(body["code"]), str(body["message"]), None, _retry_after(exc)))
-            await websocket.send_text(json.dumps(error))
-            await websocket.close(code=ws_close_code(exc), reason=str(body["message"])[:120])
-
-
-def _retry_after(exc: Exception) -> float | None:
-    return exc.retry_after_s if isinstance(exc, VoxError) else None
+            error = dx.Error.ending(exc)
+            await websocket.send_text(json.dumps(event_json(error)))
+            await websocket.close(code=ws_close_code(exc), reason=error.message[:120])
 
 
 async def _serve(websocket: WebSocket, state: ServerState) -> None:

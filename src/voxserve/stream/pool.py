@@ -84,8 +84,8 @@ class WorkerPool(CoreSharing):
             return SchedulerStats(len(self._running), len(self._heap) + len(self._waiting), self.preemptions)
 
     def stoppable_s(self) -> float:
-        """The most seconds a running model call could give away now and still be done in time: above 0,
-        a newcomer's first audio would stop it (see :meth:`_preempt_for`); 0 when none could be."""
+        """The most seconds a running model call could give away now and still be done in time: a late
+        job costing less would stop it (see :meth:`_preempt_for`); 0 when none could be."""
         with self._cond:
             now = time.monotonic()
             calls = [h.spare(now) for h in self._running if h.armed is not None and not h.asked]
