@@ -358,3 +358,63 @@ async def test_a_new_stream_waits_for_a_thin_playing_stream_at_most_its_own_work
             assert time.monotonic() - arrived >= 0.25  # thin all along: it went after its own work again
     finally:
         pool.close()
+
+
+async def test_a_new_stream_held_for_a_thin_one_leaves_it_every_core_even_while_it_decodes() -> None:
+    """Seen in the arrival trace: a caller arriving 0.45 s after another took one of two cores while the
+    first had 0.5 s of audio ahead; the first, on one core, ran dry. A thin stream (its ``spare`` below
+    0) decoding now is as short of audio as one between two jobs, and a core of its own is not enough
+    while it is thin: the new stream waits, and the thin stream's next job gets both cores."""
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(2, cores=2, levels=(2, 1))
+    gate = threading.Event()
+    spare = [-0.1]
+    threads: list[int | None] = []
+    order: list[str] = []
+
+    def decode(name: str, wait: bool) -> None:
+        threads.append(current_thread_budget())
+        order.append(name)
+        if wait:
+            gate.wait(5)
+
+    try:
+        with pool.streaming(lambda: time.monotonic() + 1, lambda: spare[0]) as thin:
+            running = asyncio.ensure_future(
+                pool.run(functools.partial(decode, "thin", True), deadline=time.monotonic() + 1, stream=thin)
+            )
+            await asyncio.sleep(0.05)
+            with pool.streaming() as new:
+                first = asyncio.ensure_future(
+                    pool.run(functools.partial(decode, "first audio", False), cost=2.0, playing=False, stream=new)
+                )
+                await asyncio.sleep(0.1)
+                assert order == ["thin"]  # a core is free, but the thin stream needs more than one
+                assert pool.share(held=False) == (2, 1.0)  # the held stream takes no share yet
+                assert pool.share() == (1, 1.0)  # once it runs: a core each (what ``spare`` is measured at)
+                gate.set()
+                await running
+                nxt = functools.partial(decode, "thin again", False)
+                await pool.run(nxt, deadline=time.monotonic() + 1, stream=thin)
+                assert threads == [2, 2]  # both cores, with a new stream waiting
+                assert not first.done()
+                spare[0] = 0.5  # it has gained enough: the new stream goes
+                await pool.run(lambda: None, deadline=time.monotonic() + 1, stream=thin)
+                await asyncio.wait_for(first, 1.0)
+                assert order[-1] == "first audio"
+    finally:
+        pool.close()
+
+
+async def test_a_new_stream_that_takes_no_playing_streams_share_does_not_wait_for_thin_ones() -> None:
+    """With cores to spare (sixteen, levels 16/4/1: three streams decode on four cores each, as two do),
+    holding a new stream back would give a thin one nothing: it starts at once."""
+    pool = WorkerPool(4, cores=16, levels=(16, 4, 1))
+    try:
+        with pool.streaming(lambda: time.monotonic() + 1, lambda: -0.1), pool.streaming(), pool.streaming() as new:
+            arrived = time.monotonic()
+            await asyncio.wait_for(pool.run(lambda: None, cost=2.0, playing=False, stream=new), 1.0)
+            assert time.monotonic() - arrived < 0.5
+    finally:
+        pool.close()

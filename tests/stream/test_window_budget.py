@@ -120,7 +120,7 @@ class _Pool:
         self.streams = 1
         self.load = 1.0
 
-    def share(self) -> tuple[int, float]:
+    def share(self, held: bool = True) -> tuple[int, float]:
         return 1, self.load
 
     def hold_limit(self, stream: object, threads: int) -> float:

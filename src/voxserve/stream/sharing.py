@@ -17,9 +17,10 @@ before it does, or the job of a stream with more audio in hand would take every 
 window frees. :meth:`CoreSharing.hold_limit` tells a stream sizing its next window how long it may hold
 cores before another stream needs one.
 
-A new stream's first audio waits while playing streams that are *thin* (too little audio coming to
-keep gaining at this load) would need the core it takes (:meth:`CoreSharing._waits`), at most its own
-expected work again: a stream admitted earlier must not run dry because of one that came later.
+A new stream's first audio waits while a playing stream is *thin* (too little audio coming to keep
+gaining once every stream runs) and the new one would lower the playing streams' share of the cores
+(:meth:`CoreSharing._waits`), at most its own expected work again; meanwhile the cores go to the streams
+already playing: a stream admitted earlier must not run dry because of one that came later.
 
 The state lives here and is guarded by the pool's lock (``_cond``); every method named with a leading
 underscore is called with it held.
@@ -51,13 +52,17 @@ class CoreSharing:
         self._asked = 0  # running jobs asked to give their cores back, not yet done so
         self._workers = 1  # worker threads (the pool sets it)
 
-    def share(self) -> tuple[int | None, float]:
-        """(threads a stream's job gets now, or None without shared cores; streams per job slot, >= 1)."""
+    def share(self, held: bool = True) -> tuple[int | None, float]:
+        """(threads a stream's job gets, or None without shared cores; streams per job slot, >= 1).
+
+        ``held``: with the new streams held back for thin ones (:meth:`_waits`) counted, as once every
+        stream runs (what a stream needs to stay ahead, see :meth:`_thin`); without them, as now (what
+        a stream's next window is planned with)."""
         with self._cond:
-            streams = len(self._streams)
+            streams = len(self._streams) if held else self._running_streams(time.monotonic())
             if self.cores is None:
-                return None, max(1.0, streams / self._workers)
-            threads = self._level(self.cores)
+                return None, max(1.0, len(self._streams) / self._workers)
+            threads = self._level(self.cores, streams)
             return threads, max(1.0, streams / (self.cores // threads))
 
     def hold_limit(self, stream: ActiveStream | None, threads: int) -> float:
@@ -85,11 +90,32 @@ class CoreSharing:
             ends = [(h.started + h.job.cost, h.threads or 0) for h in running]
             return first_shortfall(self.cores, threads, needs, ends) - now
 
-    def _level(self, free: int) -> int:
-        """The widest thread level within ``free`` cores and the streams' equal share (lock held)."""
+    def _level(self, free: int, streams: int | None = None) -> int:
+        """The widest thread level within ``free`` cores and an equal share among ``streams`` (default:
+        the streams running now, :meth:`_running_streams`) (lock held)."""
         assert self.cores is not None
-        fair = max(1, self.cores // max(1, len(self._streams)))
+        streams = self._running_streams(time.monotonic()) if streams is None else streams
+        fair = max(1, self.cores // max(1, streams))
         return next(n for n in self._levels if n <= min(free, fair))
+
+    def _cores_each(self, streams: int) -> float:
+        """The cores each of ``streams`` streams decodes on: its thread level, over the streams sharing
+        each job slot (lock held)."""
+        assert self.cores is not None
+        threads = self._level(self.cores, streams)
+        return threads / max(1.0, streams / (self.cores // threads))
+
+    def _running_streams(self, now: float) -> int:
+        """Streams producing audio, less the new ones whose first audio is held back now (lock held)."""
+        return len(self._streams) - len(self._held(now))
+
+    def _held(self, now: float) -> set[ActiveStream | None]:
+        """The new streams whose first audio is held back now for thin streams (lock held)."""
+        first = [j for j in self._heap if j.first]
+        if not first:
+            return set()
+        thin = self._thin()
+        return {j.stream for j in first if self._waits(j, now, thin) is not None}
 
     def _ready(self) -> tuple[Job | None, float | None]:
         """The queued job a worker may start now, or None and when to look again (``None``: when the
@@ -129,29 +155,29 @@ class CoreSharing:
         return None, opens
 
     def _thin(self) -> int:
-        """Playing streams holding no core that have too little audio coming to keep gaining at this load
-        (their ``spare`` below 0; a stream before its first audio has all it needs) (lock held)."""
-        holding = {h.job.stream for h in self._running}
-        return sum(s not in holding and s.spare is not None and s.spare() < 0 for s in self._streams)
+        """Playing streams with too little audio coming to keep gaining once every stream runs (their
+        ``spare`` below 0; a stream before its first audio has all it needs) (lock held)."""
+        return sum(s.spare is not None and s.spare() < 0 for s in self._streams)
 
     def _waits(self, job: Job, now: float, thin: int | None = None) -> float | None:
         """Until when a new stream's first audio waits for thin streams, if it must wait now; else None
         (lock held).
 
-        A stream playing with less audio coming than it needs to keep gaining at this load (its
-        ``spare`` below 0) decodes small windows, which waste the cores on context, and falls further
-        behind as more streams share the cores: a new stream that takes a core it would need next makes
-        it run dry, and then itself. So a first audio waits while the free cores, less its own, are
-        fewer than the thin streams holding none; at most its own expected work again after its
-        arrival, so first audio stays within a few times a lone stream's. ``thin``: :meth:`_thin`, if
-        already counted for this decision."""
+        A stream playing with less audio coming than it needs to keep gaining once every stream runs
+        (its ``spare`` below 0) falls further behind as more streams share the cores: a new stream
+        whose start lowers the playing streams' share of the cores makes a thin one run dry, and then
+        itself. So a first audio that would lower that share waits while any playing stream is thin,
+        and meanwhile does not count in the share (:meth:`_running_streams`): the thin stream decodes
+        on the cores the new one would take, and gains. It waits at most its own expected work again
+        after its arrival, so first audio stays within a few times a lone stream's. ``thin``:
+        :meth:`_thin`, if already counted for this decision."""
         if not job.first or self.cores is None or now >= job.due + job.cost:
             return None
+        streams = len(self._streams)
+        if self._cores_each(streams) >= self._cores_each(streams - 1):
+            return None  # the others' share of the cores is the same with it: it takes nothing from them
         thin = self._thin() if thin is None else thin
-        own = self._level(self._free) if self._free >= 1 else 1
-        if thin == 0 or self._free - own >= thin:
-            return None
-        return job.due + job.cost
+        return job.due + job.cost if thin else None
 
     def _yields(self, job: Job, now: float) -> float | None:
         """Until when ``job`` leaves the free cores to streams between two jobs whose listener needs audio
@@ -171,11 +197,10 @@ class CoreSharing:
     def _overdue(self, now: float, starting: int = 0) -> int:
         """Jobs whose result is already needed, ``starting`` ones included: queued, running, or to come
         from streams past their deadline between two jobs, whichever count is larger (lock held)."""
-        due = [j for j in self._heap if j.overdue(now)]
-        thin = self._thin() if any(j.first for j in due) else 0
-        queued = sum(not j.first or self._waits(j, now, thin) is None for j in due)
+        held = self._held(now)
+        queued = sum(j.overdue(now) and not (j.first and j.stream in held) for j in self._heap)
         jobs = sum(h.job.overdue(h.started) for h in self._running) + queued
-        streams = sum(s.deadline is not None and s.deadline() <= now for s in self._streams)
+        streams = sum(s.deadline is not None and s.deadline() <= now for s in self._streams if s not in held)
         return max(jobs + starting, streams)
 
     def _overdue_level(self, free: int, overdue: int) -> int:

@@ -106,10 +106,11 @@ class WindowPlanner:
         self.engine, self.pool, self.config, self.clock = engine, pool, config, clock
         self._planned = (0.0, 0.0)  # (audio sent when the last window was planned, its audio seconds)
 
-    def budget(self) -> tuple[tuple[float, float] | None, int | None, float]:
+    def budget(self, held: bool = False) -> tuple[tuple[float, float] | None, int | None, float]:
         """The engine's learned window cost at the threads this stream's jobs get now, those threads
-        (None without shared cores), and the load."""
-        threads, load = self.pool.share()
+        (None without shared cores), and the load; ``held``: once the new streams held back for thin
+        ones run too (:meth:`~voxserve.stream.pool.WorkerPool.share`)."""
+        threads, load = self.pool.share(held)
         learned = self.engine.window_cost
         return (learned.fit(threads) if learned is not None else None), threads, load
 
@@ -157,12 +158,12 @@ class WindowPlanner:
 
     def spare_s(self) -> float:
         """Audio this stream has coming (ahead of its listener, and the window last planned until its
-        audio arrives) beyond what it needs to keep gaining at the pool's load now
-        (:func:`sustaining_lead_s`); ``inf`` before its first audio or while nothing is learned. Read by
+        audio arrives) beyond what it needs to keep gaining once every stream runs, new ones held back
+        included (:func:`sustaining_lead_s`); ``inf`` before its first audio or while nothing is learned. Read by
         the pool, under its lock."""
         if self.clock.first_at is None:
             return float("inf")
-        cost, _, load = self.budget()
+        cost, _, load = self.budget(held=True)
         if cost is None:
             return float("inf")
         sent, window = self._planned
