@@ -1,6 +1,7 @@
 """Listeners on the real models, in one process (issue 15): callers who arrive one after another while
 earlier ones play must not make those run dry. Each listener plays its stream from the first audio in
-real time, by the rule the server counts stalls with (:class:`~voxserve.stream.playback.PlaybackClock`).
+real time, by the rule the server counts stalls with (:class:`~voxserve.stream.playback.PlaybackClock`);
+the reply is ``bench/arrival_trace``'s, the issue's three sentences.
 
 Piper is the engine here because the machine can carry several of its listeners whatever its speed:
 one takes a few hundredths of the cores even on a slow 2-core machine, so the load stays well inside
@@ -13,15 +14,13 @@ from __future__ import annotations
 import asyncio
 import time
 
+from bench.arrival_trace import REPLY
+
 from voxserve.runtime import Runtime
 from voxserve.stream.playback import PlaybackClock
 from voxserve.types import SynthesisParams
 
 VOICE = "en_US-joe-medium"
-REPLY = (
-    "Thanks for calling. Your order shipped this morning and should arrive on Thursday. "
-    "If anything is missing, reply to the email and we will send it again at no cost."
-)
 LISTENERS = 4
 GAP_S = 0.25  # callers arrive while the earlier ones are in their first window or just past it
 
