@@ -16,11 +16,12 @@ import argparse
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
 from voxserve.stream.playback import PlaybackClock
-from voxserve.types import SynthesisParams
+from voxserve.types import AudioChunk, SynthesisParams
 
 REPLY = (
     "Thanks for calling. Your order shipped this morning and should arrive on Thursday. "
@@ -28,7 +29,18 @@ REPLY = (
 )
 
 
-async def _listen(runtime: Runtime, voice: str, number: int, delay: float, t0: float) -> None:
+def _no_trace(now: float, chunk: AudioChunk, lead: float, wait: float) -> None:
+    return None
+
+
+async def listen(
+    runtime: Runtime,
+    voice: str,
+    delay: float,
+    trace: Callable[[float, AudioChunk, float, float], None] = _no_trace,
+) -> PlaybackClock:
+    """One caller arriving after ``delay`` s and playing :data:`REPLY` from its first audio in real time;
+    ``trace`` sees each chunk as it arrives (the time, the chunk, the lead it arrived with, the wait it ended)."""
     await asyncio.sleep(delay)
     session = runtime.open_session(SynthesisParams(voice=voice), pace=True)
     session.push_text(REPLY)
@@ -37,12 +49,20 @@ async def _listen(runtime: Runtime, voice: str, number: int, delay: float, t0: f
     async for chunk in session:
         now = time.monotonic()
         lead = clock.ahead_s(now) if clock.first_at is not None else 0.0
-        wait = clock.on_audio(now, chunk.duration_s)
+        trace(now, chunk, lead, clock.on_audio(now, chunk.duration_s))
+    return clock
+
+
+async def _traced(runtime: Runtime, voice: str, number: int, delay: float, t0: float) -> None:
+    def trace(now: float, chunk: AudioChunk, lead: float, wait: float) -> None:
         late = f" dry {wait:.2f} s" if wait else ""
         at, audio = f"{(now - t0) * 1000:7.0f}", f"{chunk.start_s:5.2f} +{chunk.duration_s:.2f}"
         print(f"{at} S{number} audio {audio} ahead {lead:.2f}{late}")
+
+    clock = await listen(runtime, voice, delay, trace)
+    first = (clock.first_at or t0) - t0 - delay
     stalls = ", ".join(f"{s.wait_s:.2f} s at {s.at_s:.2f} s" for s in clock.stalls) or "none"
-    print(f"S{number}: {clock.audio_s:.2f} s of audio, first after {session.stats.ttfa_s:.2f} s; stalls: {stalls}")
+    print(f"S{number}: {clock.audio_s:.2f} s of audio, first after {first:.2f} s; stalls: {stalls}")
 
 
 async def _main(voice: str, listeners: int, gap: float) -> None:
@@ -55,7 +75,7 @@ async def _main(voice: str, listeners: int, gap: float) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(relativeCreated)7.0f %(message)s")
     logging.getLogger("voxserve.stream.window_budget").setLevel(logging.DEBUG)
     try:
-        await asyncio.gather(*(_listen(runtime, voice, n, n * gap, t0) for n in range(listeners)))
+        await asyncio.gather(*(_traced(runtime, voice, n, n * gap, t0) for n in range(listeners)))
     finally:
         runtime.close()
 

@@ -23,22 +23,9 @@ import os
 import statistics
 import time
 
-from bench.arrival_trace import REPLY
+from bench.arrival_trace import listen
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
-from voxserve.stream.playback import PlaybackClock
-from voxserve.types import SynthesisParams
-
-
-async def _listen(runtime: Runtime, voice: str, delay: float) -> PlaybackClock:
-    await asyncio.sleep(delay)
-    session = runtime.open_session(SynthesisParams(voice=voice), pace=True)
-    session.push_text(REPLY)
-    session.close()
-    clock = PlaybackClock()
-    async for chunk in session:
-        clock.on_audio(time.monotonic(), chunk.duration_s)
-    return clock
 
 
 def _cpu_s() -> float:
@@ -58,7 +45,7 @@ async def _main(voice: str, listeners: int, gap: float, rounds: int) -> None:
             if share is None:
                 raise SystemExit(f"{engine} learned no window cost (a GPU, or a whole-model engine)")
             cpu, started = _cpu_s(), time.monotonic()
-            clocks = await asyncio.gather(*(_listen(runtime, voice, n * gap) for n in range(listeners)))
+            clocks = await asyncio.gather(*(listen(runtime, voice, n * gap) for n in range(listeners)))
             cpu, wall = _cpu_s() - cpu, time.monotonic() - started
             audio = sum(c.audio_s for c in clocks)
             booked = share * cores

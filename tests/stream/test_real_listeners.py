@@ -12,28 +12,14 @@ machine carries depends on it: ``bench/compare_trees`` and ``voxserve bench`` me
 from __future__ import annotations
 
 import asyncio
-import time
 
-from bench.arrival_trace import REPLY
+from bench.arrival_trace import listen
 
 from voxserve.runtime import Runtime
-from voxserve.stream.playback import PlaybackClock
-from voxserve.types import SynthesisParams
 
 VOICE = "en_US-joe-medium"
 LISTENERS = 4
 GAP_S = 0.25  # callers arrive while the earlier ones are in their first window or just past it
-
-
-async def _listen(runtime: Runtime, delay: float) -> PlaybackClock:
-    await asyncio.sleep(delay)
-    session = runtime.open_session(SynthesisParams(voice=VOICE), pace=True)
-    session.push_text(REPLY)
-    session.close()
-    clock = PlaybackClock()
-    async for chunk in session:
-        clock.on_audio(time.monotonic(), chunk.duration_s)
-    return clock
 
 
 async def test_listeners_arriving_while_others_play_never_run_dry(runtime: Runtime) -> None:
@@ -41,7 +27,7 @@ async def test_listeners_arriving_while_others_play_never_run_dry(runtime: Runti
     assert share is not None, "the start learned no window cost for Piper"
     # the premise: these listeners together keep under half of the cores busy
     assert share * LISTENERS < 0.5, f"one Piper stream takes {share:.3f} of this machine"
-    clocks = await asyncio.gather(*(_listen(runtime, n * GAP_S) for n in range(LISTENERS)))
+    clocks = await asyncio.gather(*(listen(runtime, VOICE, n * GAP_S) for n in range(LISTENERS)))
     for clock in clocks:
         assert clock.audio_s > 6.0  # the whole reply came
     assert [(s.at_s, round(s.wait_s, 3)) for c in clocks for s in c.stalls] == []
