@@ -55,6 +55,7 @@ async def _main(voice: str, listeners: int, gap: float, rounds: int) -> None:
                 f"round {number}: {listeners} x {voice}, {audio:.1f} s of audio in {wall:.1f} s, CPU {cpu:.1f} s: "
                 f"{cpu / audio:.4f} core-s per audio s; booked {booked:.4f} (share {share:.4f}), "
                 f"after {(runtime.stream_share(engine) or 0) * cores:.4f}; ratio {ratios[-1]:.2f}; "
+                f"core factor {getattr(runtime, 'core_factor', 1.0):.2f}; "
                 f"stalls {stalls} ({sum(c.stall_s for c in clocks):.2f} s)",
                 flush=True,
             )

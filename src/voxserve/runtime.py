@@ -8,6 +8,7 @@ the heavy work (loading models, warming up) and may run in a thread.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -28,7 +29,7 @@ from voxserve.models import ModelStore
 from voxserve.piper_voices import PiperLibrary
 from voxserve.policy import check_language
 from voxserve.settings import Settings
-from voxserve.stream.capacity import StreamCost, cheapest_share
+from voxserve.stream.capacity import CoreMeter, StreamCost, cheapest_share
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SynthesisSession
 from voxserve.stream.session_config import SessionConfig
@@ -66,6 +67,7 @@ class Runtime:
         self._engines: dict[str, Engine] = {}
         self._voice_engine: dict[str, Engine] = {}
         self._pool: WorkerPool | None = None
+        self._meter: CoreMeter | None = None  # what streams really cost against their shares (CPU only)
         self._batch = BatchPolicy()
         self._thread_levels: tuple[int | None, ...] = (None,)
         self._cores = 1  # cores the pool's jobs share (intra-op threads of the widest session)
@@ -115,6 +117,9 @@ class Runtime:
                 self.warm_up()
                 self.frontend.warm(self._warm_languages())
             self.learn_voices(learn=warm)  # without warm-up, only what an earlier start saved
+            if not factory.on_gpu:  # from here on: the warm-up's odd windows are no stream's cost
+                pool = self._pool
+                self._meter = CoreMeter(lambda: pool.held_core_s, self.tuning.capacity_sample_core_s)
             if not factory.on_gpu:
                 self._heap.start()
             self.ready = True
@@ -144,7 +149,7 @@ class Runtime:
         workers = self.tuning.worker_threads or max(1, cores // factory.intra_op_threads)
         if self._batch.enabled and not self.tuning.worker_threads:
             workers = max(workers, self._batch.max_batch)  # enough callers in flight to fill a batch
-        return WorkerPool(workers)
+        return WorkerPool(workers, job_threads=factory.intra_op_threads)
 
     def window_config(self) -> WindowConfig:
         s = self.tuning
@@ -227,9 +232,21 @@ class Runtime:
         return sum(r.batches for r in runners), sum(r.windows for r in runners)
 
     def stream_share(self, engine: str) -> float | None:
-        """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy, from the
-        window costs learned here at each thread level (:func:`voxserve.stream.capacity.cheapest_share`);
-        None while nothing is learned, or on a GPU."""
+        """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy: what its
+        decoder windows cost (:meth:`window_share`) times what streams here really hold per core-second
+        that books (:class:`~voxserve.stream.capacity.CoreMeter`); None while nothing is learned, or on
+        a GPU."""
+        share = self.window_share(engine)
+        return None if share is None or self._meter is None else share * self._meter.factor
+
+    @property
+    def core_factor(self) -> float:
+        """Core-seconds streams really hold per core-second their window costs book (1 until measured)."""
+        return self._meter.factor if self._meter is not None else 1.0
+
+    def window_share(self, engine: str) -> float | None:
+        """The fraction of the cores one real-time stream of ``engine`` keeps busy by the window costs
+        learned here at each thread level (:func:`voxserve.stream.capacity.cheapest_share`)."""
         found = self._engines.get(engine)
         learned = found.window_cost if found is not None else None
         if learned is None or self._on_gpu:
@@ -325,4 +342,18 @@ class Runtime:
             params=replace(params, lexicon=lexicon),
             lang=lang,
             config=config or self.session_config(pace=pace),
+            on_audio=functools.partial(self._delivered, engine.name),
         )
+
+    def _delivered(self, engine: str, audio_s: float) -> None:
+        """A stream of ``engine`` delivered ``audio_s`` of audio: what its share booked for it, to the meter,
+        while the streams outnumber the cores (each decodes at one thread: the load admission books for);
+        with fewer, they decode wider and the meter pauses."""
+        meter = self._meter
+        share = self.window_share(engine) if meter is not None else None
+        if meter is None or share is None:
+            return
+        if self.pool.streams < self._cores:
+            meter.pause()
+        else:
+            meter.delivered(audio_s * share * self._cores)

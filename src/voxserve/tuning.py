@@ -34,6 +34,8 @@ class Tuning:
     worker_threads: int = 0  # synthesis workers (0: cores / intra-op threads; two per core when elastic)
     elastic_threads: bool = True  # CPU: concurrent streams share the cores (graphs loaded per thread count)
     decode_batch_wait_ms: float = 2.0  # how long a decoder window waits for others to batch with
+    # booked core-seconds of delivered audio per sample of what streams really cost (capacity.CoreMeter)
+    capacity_sample_core_s: float = 2.0
     onnx_spinning: bool = False  # idle ONNX Runtime threads busy-wait (only pays with one session per core)
 
     def __post_init__(self) -> None:
@@ -44,5 +46,7 @@ class Tuning:
             raise ValueError("decoder windows must be positive and grow by a factor of at least 1")
         if self.window_context_ms < 0 or self.window_first_context_ms < 0 or self.max_pad_ms <= 0:
             raise ValueError("window contexts must not be negative and the pad cap must be positive")
+        if self.capacity_sample_core_s <= 0:
+            raise ValueError("capacity_sample_core_s must be positive")
         if self.worker_threads < 0 or self.decode_batch_wait_ms < 0:
             raise ValueError("worker_threads and decode_batch_wait_ms must not be negative")

@@ -121,21 +121,28 @@ async def test_the_first_stream_is_always_admitted_and_unknown_costs_count_as_sl
 
 async def test_stalls_teach_the_limit_and_clean_streams_give_it_back() -> None:
     adm = Admission(max_streams=100, max_queue=0, max_load=1.0)
+    for _ in range(5):
+        await adm.acquire(0.2)  # every core booked
+    adm.observe(0.2, stalled=True)  # the cores were enough on paper, but a listener still ran dry
+    assert adm.limit == pytest.approx(0.8) and adm.load == pytest.approx(1.0 / 0.8)
     for _ in range(3):
-        await adm.acquire(0.2)
-    assert adm.fits(0.2)  # 0.6 booked, 0.8 with another: within every core
-    adm.observe(0.2, stalled=True)  # the cores were enough, but a listener still ran dry
-    assert adm.limit == pytest.approx(0.8) and adm.load == pytest.approx(0.6 / 0.8)
-    adm.observe(0.2, stalled=True)
-    assert adm.limit == pytest.approx(0.6) and not adm.fits(0.2)  # three such streams are the most now
+        adm.observe(0.2, stalled=True)  # more listeners of the same overload: one stream under its load
+    assert adm.limit == pytest.approx(0.8) and not adm.fits(0.2)
     with pytest.raises(Overloaded):
         await adm.acquire(0.2)
-    for _ in range(10):
-        adm.observe(0.2, stalled=False)  # ten clean streams undo one stall
-    assert adm.limit == pytest.approx(0.8) and adm.fits(0.2)
+    adm.release(0.2)
+    adm.release(0.2)
+    assert adm.fits(0.2)  # a load of 0.6: another fits under 0.8
+    adm.observe(0.2, stalled=True)  # a stall below the limit: a new overload lowers it by one stream
+    assert adm.limit == pytest.approx(0.6) and not adm.fits(0.2)
     for _ in range(100):
+        adm.observe(0.2, stalled=False)  # a hundred clean streams give one stream's share back
+    assert adm.limit == pytest.approx(0.8) and adm.fits(0.2)
+    for _ in range(1000):
         adm.observe(0.2, stalled=False)
     assert adm.limit == 1.0  # never above what the operator allows
+    adm.release(0.2)
+    adm.release(0.2)
     for _ in range(20):
-        adm.observe(0.2, stalled=True)
+        adm.observe(0.2, stalled=True)  # one stream playing, stalling again and again
     assert adm.limit == pytest.approx(0.2)  # never below one stream

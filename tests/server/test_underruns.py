@@ -79,3 +79,26 @@ def test_audio_ahead_of_the_listener_is_no_stall() -> None:
         assert 'voxserve_stall_seconds_bucket{engine="fake",le="0.0",transport="ws"} 1.0' in metrics
     finally:
         running.stop()
+
+
+def test_a_stall_lowers_admissions_limit_at_once_not_when_the_stream_ends() -> None:
+    # the listener runs dry after 0.2 s; the stream then goes on for 1.5 s more before its last chunk
+    running = _serve([(0.0, 0.2), (0.5, 0.3), (1.5, 0.3)])
+    admission = running.state.admission
+    try:
+        full = admission.limit
+        with httpx.stream(
+            "POST",
+            running.base + "/v1/audio/speech",
+            json={"input": "hello", "voice": "fake", "response_format": "pcm"},
+            timeout=10,
+        ) as response:
+            chunks, received = response.iter_bytes(), 0
+            while received < 0.5 * 16_000 * 2:  # through the late chunk: the stall is counted as it arrives
+                received += len(next(chunks))
+            assert admission.active == 1  # the stream is still playing
+            assert admission.limit == pytest.approx(full - admission.share(None))  # one stream fewer
+            list(chunks)
+        assert admission.limit == pytest.approx(full - admission.share(None))  # its end does not count it again
+    finally:
+        running.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voxserve.stream.capacity import StreamCost, cheapest_share, stream_share
+from voxserve.stream.capacity import CoreMeter, StreamCost, cheapest_share, stream_share
 
 
 def test_a_stream_keeps_its_threads_busy_for_its_cost_per_audio_second() -> None:
@@ -23,3 +23,34 @@ def test_the_cheapest_learned_level_sets_the_share() -> None:
     stale = StreamCost(a=0.4, b=1.0, threads=1)  # learned while the machine was busy, never refreshed
     assert cheapest_share([wide, stale], 2.0, cores=2) == pytest.approx(2 * (0.18 + 0.035) / 2)
     assert cheapest_share([], 2.0, cores=2) is None
+
+
+def test_the_core_meter_scales_shares_by_what_streams_really_hold() -> None:
+    held = [10.0]  # core-seconds the pool's jobs have held so far (warm-up and earlier work)
+    meter = CoreMeter(lambda: held[0], sample_core_s=1.0)
+    assert meter.factor == 1.0 and meter.samples == 0
+    meter.delivered(0.4)  # opens a span: this piece's own work counts as booked
+    held[0] += 0.6  # the next pieces really held 1.5x what they booked
+    meter.delivered(0.4)
+    assert meter.samples == 0  # 0.8 booked core-seconds: below one sample
+    held[0] += 0.6
+    meter.delivered(0.4)
+    assert meter.samples == 1
+    assert meter.factor == pytest.approx((0.4 + 1.2) / 1.2)
+    held[0] += 100.0  # work between spans that delivered nothing (a cancelled stream, idle time) is left out
+    meter.delivered(0.5)
+    held[0] += 0.5
+    meter.delivered(0.5)
+    assert meter.samples == 2  # a sample of exactly what was booked pulls the factor halfway to 1
+    assert meter.factor == pytest.approx(0.5 * (1.6 / 1.2) + 0.5 * 1.0)
+    meter.delivered(0.0)
+    assert meter.samples == 2
+    meter.delivered(0.5)
+    held[0] += 5.0  # a lone stream on every core: the meter pauses, the span is dropped
+    meter.pause()
+    meter.delivered(0.5)
+    held[0] += 0.5
+    meter.delivered(0.5)
+    assert meter.samples == 3 and meter.factor == pytest.approx(0.5 * (0.5 * (1.6 / 1.2) + 0.5) + 0.5)
+    with pytest.raises(ValueError, match="positive"):
+        CoreMeter(lambda: 0.0, sample_core_s=0.0)

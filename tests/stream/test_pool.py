@@ -418,3 +418,21 @@ async def test_a_new_stream_that_takes_no_playing_streams_share_does_not_wait_fo
             assert time.monotonic() - arrived < 0.5
     finally:
         pool.close()
+
+
+async def test_the_pool_counts_the_core_seconds_its_jobs_held() -> None:
+    shared = WorkerPool(2, cores=2, levels=(2, 1))
+    alone = WorkerPool(1, job_threads=3)  # no shared cores: every job runs with the sessions' 3 threads
+    try:
+        assert shared.held_core_s == 0.0
+        await shared.run(functools.partial(time.sleep, 0.1))  # a lone job holds both cores
+        assert 0.2 <= shared.held_core_s < 2.0
+        before = shared.held_core_s
+        with shared.streaming(), shared.streaming():  # two streams: a core each, side by side
+            await asyncio.gather(*(shared.run(functools.partial(time.sleep, 0.1)) for _ in range(2)))
+        assert 0.2 <= shared.held_core_s - before < 2.0
+        await alone.run(functools.partial(time.sleep, 0.05))
+        assert 0.15 <= alone.held_core_s < 1.5
+    finally:
+        shared.close()
+        alone.close()

@@ -9,9 +9,13 @@ operator's ceiling on the number of streams whatever they cost, and the first st
 
 The limit also learns from the streams themselves. The shares say what the cores can compute; whether
 the scheduler turns that into audio on time is measured by the server's own underrun count. Each stream
-that ends with a stall lowers the limit by its share (never below one stream), and each that ends clean
-raises it by a tenth of its share, up to ``max_load``: the limit settles where admitted streams play
-without stalling on this machine, under this traffic.
+whose listener runs dry lowers the limit by its share, at its first stall so that streams arriving
+meanwhile do not pile on (never below one stream). When it stalled at a load above the limit (streams
+admitted before an earlier stall lowered it: the same overload), the limit goes only to one stream
+under that load, so one overload lowers it once, not once per stalled stream. Each stream that ends
+clean raises the limit by a hundredth of its share, up to ``max_load``, so it climbs back to a load
+that stalled only after about a hundred clean streams: the limit settles where about one stream in a
+hundred stalls (the capacity target of ``voxserve bench``) on this machine, under this traffic.
 
 A stream that does not fit waits in a bounded FIFO queue for at most ``queue_timeout_s`` (that wait counts
 against its first audio), or is refused at once with :class:`Overloaded` when the queue is full or
@@ -28,7 +32,7 @@ from collections.abc import AsyncIterator, Callable
 from voxserve.errors import Overloaded, ShuttingDown
 
 _EPS = 1e-9
-_RECOVERY = 0.1  # of a clean stream's share given back to the limit: ten clean streams undo one stall
+_RECOVERY = 0.01  # of a clean stream's share given back to the limit: the stall rate it settles at
 
 
 class Admission:
@@ -72,10 +76,10 @@ class Admission:
         return self._limit
 
     def observe(self, share: float | None, stalled: bool) -> None:
-        """A stream of ``share`` ended, its listener having stalled or not: move the limit (see above)."""
+        """A stream of ``share`` stalled, or ended clean: move the limit (see above)."""
         booked = self.share(share)
         if stalled:
-            self._limit = max(booked, self._limit - booked)
+            self._limit = max(booked, min(self._limit, max(self._load, self._limit) - booked))
         else:
             self._limit = min(self.max_load, self._limit + _RECOVERY * booked)
         self._changed()

@@ -133,7 +133,8 @@ class Utterance:
                 offset, duration = self._audio_s, sent / rate
                 self._chunks += 1
                 self._audio_s += duration
-                self._playback.on_audio(time.monotonic(), duration)
+                if self._playback.on_audio(time.monotonic(), duration) > 0 and len(self._playback.stalls) == 1:
+                    self._teach_admission(stalled=True)  # at once: streams arriving meanwhile must not pile on
                 yield EncodedChunk(chunk.index, offset, duration, data, words, chunk.final)
             if self.cancel_reason is not None:
                 raise self.cancel_reason
@@ -182,12 +183,16 @@ class Utterance:
             self._audio_s, self._chunks, ttfa, rtf, self.cancelled, playback.stall_s, len(playback.stalls)
         )
 
+    def _teach_admission(self, stalled: bool) -> None:
+        """Tell admission this stream's listener ran dry (at its first stall) or played clean (at its end)."""
+        self._service.state.admission.observe(self._service.share(self.request), stalled)
+
     def _record(self, status: str) -> None:
         stats = self._session.stats
         label = "blend" if self.voice.name == "blend" else self.voice.id  # keeps metric labels bounded
         stall_s = self._playback.stall_s
-        if status == "ok" and self._audio_s > 0:  # a stream that played to its end teaches admission
-            self._service.state.admission.observe(self._service.share(self.request), self._playback.stalled)
+        if status == "ok" and self._audio_s > 0 and not self._playback.stalled:
+            self._teach_admission(stalled=False)  # it played to its end without a stall
         self._service.state.metrics.observe_stream(
             self.voice.engine, label, self._transport, self._ttfa, stats.audio_s, stats.compute_s, stall_s
         )

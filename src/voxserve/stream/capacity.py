@@ -8,12 +8,21 @@ stream keeps ``threads * (b + a / window)`` cores busy. Its *share* is that over
 
 The admission controller adds the shares of the streams it admits and refuses one that would take the
 total past the limit; the sum is the load exported to Prometheus and read by autoscalers.
+
+That share is what the decoder windows cost at their largest size, as fitted at start. A real stream
+also pays for its text front, its smaller first windows, work redone after a preemption, and the time
+other work on the machine (the event loop's encoding and HTTP, other processes) takes from its cores;
+and the fit learned at start can be off by a noisy moment. :class:`CoreMeter` measures the difference
+on the streams themselves and scales every share by it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+_WEIGHT = 0.5  # of each new sample in the meter's factor: the last few samples count, older ones fade
 
 
 @dataclass(frozen=True)
@@ -42,3 +51,49 @@ def cheapest_share(costs: Iterable[StreamCost], window_s: float, cores: int) -> 
     below what the levels in use show the machine can do; the cheapest level is also the one the pool
     gives streams under load."""
     return min((stream_share(cost, window_s, cores) for cost in costs), default=None)
+
+
+class CoreMeter:
+    """How many core-seconds the streams really hold per core-second their shares book.
+
+    ``held()`` counts the core-seconds the worker pool's jobs have held so far (wall time times the
+    threads each ran with: a core held by a job is lost to the others however busy it keeps it, and
+    whatever else runs on the machine shows up as longer jobs). :meth:`delivered` is told the
+    core-seconds the shares booked for each piece of audio a stream delivers (audio seconds times cores
+    per stream). Every ``sample_core_s`` of booked core-seconds, the ratio of held to booked over that
+    span is one sample; :attr:`factor` is 1 until the first sample, then that sample, then a moving mean
+    of the samples. Thread-safe.
+    """
+
+    def __init__(self, held: Callable[[], float], sample_core_s: float) -> None:
+        if sample_core_s <= 0:
+            raise ValueError("sample_core_s must be positive")
+        self._held = held
+        self._sample_core_s = sample_core_s
+        self._lock = threading.Lock()
+        self._start: float | None = None  # held() when the span began (None: no span open)
+        self._booked = 0.0
+        self.factor = 1.0
+        self.samples = 0
+
+    def pause(self) -> None:
+        """Drop the span open now: the work since it opened is not what the shares are for (a stream
+        alone decodes on several threads, where the shares book what one thread costs under load)."""
+        with self._lock:
+            self._start, self._booked = None, 0.0
+
+    def delivered(self, booked_core_s: float) -> None:
+        """A stream delivered audio its share booked at ``booked_core_s`` core-seconds."""
+        if booked_core_s <= 0:
+            return
+        with self._lock:
+            held = self._held()
+            if self._start is None:  # a span opens with this piece: its own work counts as booked
+                self._start = held - booked_core_s
+            self._booked += booked_core_s
+            if self._booked < self._sample_core_s:
+                return
+            ratio = (held - self._start) / self._booked
+            self.factor = ratio if not self.samples else (1 - _WEIGHT) * self.factor + _WEIGHT * ratio
+            self.samples += 1
+            self._start, self._booked = None, 0.0

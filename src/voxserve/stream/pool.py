@@ -53,9 +53,12 @@ class WorkerPool(CoreSharing):
         *,
         cores: int | None = None,
         levels: tuple[int, ...] = (),
+        job_threads: int = 1,
     ) -> None:
         super().__init__(cores, levels)
         self._workers = workers
+        self._job_threads = job_threads  # threads a job runs with when the pool does not share cores
+        self._held_core_s = 0.0
         self._seq = itertools.count()
         self._closed = False
         self._busy = 0
@@ -82,6 +85,21 @@ class WorkerPool(CoreSharing):
         """Jobs running now, jobs waiting (queued, or stopped for a late one), and calls stopped."""
         with self._cond:
             return SchedulerStats(len(self._running), len(self._heap) + len(self._waiting), self.preemptions)
+
+    @property
+    def held_core_s(self) -> float:
+        """Core-seconds jobs have held the cores so far: each job's wall time times its threads."""
+        with self._cond:
+            return self._held_core_s
+
+    def _release(self, hold: Hold) -> None:
+        """A running job gives its cores back (done, or stopped for a late one) (lock held)."""
+        self._free += hold.threads or 0
+        self._running.remove(hold)
+        self._held_core_s += (time.monotonic() - hold.started) * (hold.threads or self._job_threads)
+        if hold.asked:
+            hold.asked = False
+            self._asked -= 1
 
     def stoppable_s(self) -> float:
         """The most seconds a running model call could give away now and still be done in time: a late
@@ -188,11 +206,7 @@ class WorkerPool(CoreSharing):
     def _resume(self, hold: Hold) -> None:
         """A stopped job gives its cores back and waits to be readmitted, ahead of later deadlines."""
         with self._cond:
-            if hold.asked:
-                hold.asked = False
-                self._asked -= 1
-            self._free += hold.threads or 0
-            self._running.remove(hold)
+            self._release(hold)
             self.preemptions += 1
             log.debug("stopped a job due in %.2f s for a stream's first audio", hold.job.due - time.monotonic())
             entry = (hold.job.start_by, hold.job.seq, hold)
@@ -259,9 +273,6 @@ class WorkerPool(CoreSharing):
                 setter, value = set_exception, exc
             with self._cond:  # the cores come back before the result: the caller's next job finds them free
                 self._busy -= 1
-                self._free += hold.threads or 0
-                self._running.remove(hold)
-                if hold.asked:
-                    self._asked -= 1
+                self._release(hold)
                 self._cond.notify_all()
             deliver(job, setter, value)

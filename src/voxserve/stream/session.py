@@ -14,7 +14,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import numpy as np
 
@@ -58,8 +58,10 @@ class SynthesisSession:
         params: SynthesisParams,
         lang: str,
         config: SessionConfig,
+        on_audio: Callable[[float], None] | None = None,
     ) -> None:
         self.engine = engine
+        self._on_audio = on_audio  # told the seconds of each piece of audio delivered
         self.params = params
         self.lang = lang
         self.sample_rate = engine.sample_rate
@@ -362,6 +364,8 @@ class SynthesisSession:
 
     async def _emit(self, audio: FloatAudio, final: bool = False) -> None:
         """Cut ``audio`` into chunks of about ``chunk_ms`` and queue them with the words they start."""
+        if self._on_audio is not None and len(audio):
+            self._on_audio(len(audio) / self.sample_rate)
         step = max(1, int(self.sample_rate * self._config.chunk_ms / 1000))
         parts = [audio[pos : pos + step] for pos in range(0, len(audio), step)] or [audio]
         for n, part in enumerate(parts):
