@@ -1,0 +1,77 @@
+"""How admission learns under load: its limit, booked load, active streams, a stream's share and the core
+factor, every ``--every`` seconds while ``voxserve bench`` loads the server.
+
+The server runs in this process (the app and uvicorn in a thread, default settings but the rate limit)
+so that the admission controller and the runtime can be read directly; the load comes from a
+``voxserve bench`` subprocess, whose table is printed at the end. The server's own count of stalled
+streams is read from its metrics registry at each line, so each stall shows when it was counted.
+
+    .venv/bin/python -m bench.admission_trace --voice en_US-joe-medium --concurrency 24 --duration 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import threading
+import time
+from typing import cast
+
+import uvicorn
+
+from voxserve.runtime import Runtime
+from voxserve.server.app import create_app
+from voxserve.server.run import uvicorn_config
+from voxserve.settings import Settings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--voice", default="en_US-joe-medium")
+    parser.add_argument("--concurrency", default="24")
+    parser.add_argument("--duration", default="60")
+    parser.add_argument("--every", type=float, default=2.0, help="seconds between lines")
+    parser.add_argument("--port", type=int, default=18100)
+    parser.add_argument("--output", default="bench-results/admission-trace")
+    args = parser.parse_args()
+
+    settings = Settings(_env_file=None, port=args.port, grpc_port=args.port + 1, rate_limit_per_minute=0)
+    app = create_app(settings)
+    state = app.state.vox
+    runtime = cast(Runtime, state.runtime)  # the real one: create_app builds it from the settings
+    server = uvicorn.Server(uvicorn_config(settings, app, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not runtime.ready:
+        time.sleep(0.2)
+    engine = runtime.engine_for(args.voice).name
+    command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
+    command += ["--voice", args.voice, "--concurrency", args.concurrency, "--duration", args.duration]
+    load = subprocess.Popen([*command, "--output", args.output], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    admission, started = state.admission, time.monotonic()
+    try:
+        while load.poll() is None:
+            time.sleep(args.every)
+            stalled = sum(
+                sample.value
+                for metric in state.metrics.registry.collect()
+                if metric.name == "voxserve_stalled_streams"
+                for sample in metric.samples
+                if sample.name.endswith("_total")
+            )
+            share = runtime.stream_share(engine)
+            print(
+                f"{time.monotonic() - started:6.1f} s  active {admission.active:3d}  limit {admission.limit:.3f}  "
+                f"load {admission.load:.2f}  share {share or 0:.4f}  core factor {runtime.core_factor:.2f}  "
+                f"stalled streams {stalled:.0f}",
+                flush=True,
+            )
+        out = load.stdout.read().decode() if load.stdout is not None else ""
+        print(out[out.find(f"{args.voice}\n") :] if f"{args.voice}\n" in out else out[-2000:])
+    finally:
+        load.kill()
+        server.should_exit = True
+
+
+if __name__ == "__main__":
+    main()
