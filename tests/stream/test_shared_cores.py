@@ -42,9 +42,17 @@ async def test_two_streams_decode_side_by_side_on_a_core_each(
     assert cost.recorded(1) > narrow_before  # together: a core each
     for text, audio in zip(TEXTS, audios, strict=True):
         assert wer(text, transcribe(audio, 24_000)) <= 0.15
-    # the same sentence sounds the same whichever share of the cores decoded it: the same length within a
-    # few frames (other window cuts move a clause pause's trim; a lost or doubled window is 0.4 s or more)
-    assert abs(len(audios[0]) - len(alone)) <= 0.1 * 24_000
+    # the same sentence sounds the same whichever share of the cores decoded it: as much speech within a
+    # few frames (a lost or doubled window is 0.4 s or more). Speech, not length: where the last window of
+    # a segment is cut moves how much of the model's own pause the join keeps (0.13 s seen on CI)
+    assert abs(_speech_s(audios[0]) - _speech_s(alone)) <= 0.1
+
+
+def _speech_s(audio: np.ndarray) -> float:
+    """Seconds of 20 ms frames louder than a tenth of the loudest one's RMS (24 kHz audio)."""
+    frames = audio[: len(audio) // 480 * 480].reshape(-1, 480).astype(np.float64)
+    rms = np.sqrt(np.mean(frames**2, axis=1))
+    return float(np.count_nonzero(rms > 0.1 * rms.max()) * 0.02)
 
 
 async def test_the_pool_gives_a_lone_stream_every_core_and_two_streams_one_each(fake_runtime: Runtime) -> None:
