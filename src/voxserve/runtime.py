@@ -117,10 +117,9 @@ class Runtime:
                 self.warm_up()
                 self.frontend.warm(self._warm_languages())
             self.learn_voices(learn=warm)  # without warm-up, only what an earlier start saved
-            if not factory.on_gpu:  # from here on: the warm-up's odd windows are no stream's cost
+            if not factory.on_gpu:  # the meter from here on: the warm-up's odd windows are no stream's cost
                 pool = self._pool
                 self._meter = CoreMeter(lambda: pool.held_core_s, self.tuning.capacity_sample_core_s)
-            if not factory.on_gpu:
                 self._heap.start()
             self.ready = True
 
@@ -350,10 +349,9 @@ class Runtime:
         while the streams outnumber the cores (each decodes at one thread: the load admission books for);
         with fewer, they decode wider and the meter pauses."""
         meter = self._meter
-        share = self.window_share(engine) if meter is not None else None
-        if meter is None or share is None:
+        if meter is None:
             return
         if self.pool.streams < self._cores:
             meter.pause()
-        else:
+        elif (share := self.window_share(engine)) is not None:
             meter.delivered(audio_s * share * self._cores)
