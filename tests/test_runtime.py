@@ -87,3 +87,25 @@ def test_tuning_is_code_not_environment(monkeypatch: pytest.MonkeyPatch) -> None
     assert runtime.tuning == Tuning() and runtime.session_config().first_window_s == 0.4
     with pytest.raises(ValueError, match="decode_mode"):
         Tuning(decode_mode=cast(DecodeMode, "fast"))
+
+
+def test_a_cold_server_books_streams_beyond_its_cores_at_their_first_windows_cost(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from tests.conftest import FAKE_ENGINES
+
+    settings = Settings(_env_file=None, cache_dir=tmp_path_factory.mktemp("cold"), warm_languages=["none"])
+    rt = Runtime(settings, families=FAKE_ENGINES)
+    rt.load(warm=True)  # the warm-up teaches the window costs; no stream has been measured yet
+    try:
+        share = rt.window_share("piper")
+        assert share is not None and rt.core_factor == 1.0
+        config = rt.session_config()
+        assert config.first_window_s < config.max_window_s
+        # the first streams are booked at their window share: the meter needs them to take its sample
+        assert rt.stream_share("piper", streams=0) == pytest.approx(share)
+        # beyond the cores, a burst is booked at what its first windows cost per audio second
+        beyond = rt.stream_share("piper", streams=64)
+        assert beyond is not None and beyond > 1.05 * share
+    finally:
+        rt.close()

@@ -29,7 +29,7 @@ from voxserve.models import ModelStore
 from voxserve.piper_voices import PiperLibrary
 from voxserve.policy import check_language
 from voxserve.settings import Settings
-from voxserve.stream.capacity import CoreMeter, StreamCost, cheapest_share
+from voxserve.stream.capacity import CoreMeter, StreamCost, cheapest_share, ramp_factor
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SynthesisSession
 from voxserve.stream.session_config import SessionConfig
@@ -230,13 +230,25 @@ class Runtime:
         runners = [streamer.decoder for streamer in streamers]
         return sum(r.batches for r in runners), sum(r.windows for r in runners)
 
-    def stream_share(self, engine: str) -> float | None:
-        """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy: what its
-        decoder windows cost (:meth:`window_share`) times what streams here really hold per core-second
-        that books (:class:`~voxserve.stream.capacity.CoreMeter`); None while nothing is learned, or on
-        a GPU."""
+    def stream_share(self, engine: str, streams: int = 0) -> float | None:
+        """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy, booked beside
+        ``streams`` already admitted: what its decoder windows cost (:meth:`window_share`) times what
+        streams here really hold per core-second that books (:class:`~voxserve.stream.capacity.CoreMeter`);
+        None while nothing is learned, or on a GPU.
+
+        Until the meter's first sample, a stream beside ``cores`` or more others is booked at what its first
+        window costs per audio second (:func:`~voxserve.stream.capacity.ramp_factor`): a burst of new
+        streams all decode their dearest windows at once, and nothing has measured them yet. The first
+        ``cores`` streams are booked at their window share, so that the meter gets its sample (it samples
+        only while the streams fill the cores) even where the ramp's cost would leave room for fewer."""
         share = self.window_share(engine)
-        return None if share is None or self._meter is None else share * self._meter.factor
+        meter = self._meter
+        if share is None or meter is None:
+            return None
+        if meter.samples or streams < self._cores:
+            return share * meter.factor
+        cfg = self.session_config()
+        return share * ramp_factor(self._stream_costs(engine), cfg.first_window_s, cfg.max_window_s, self._cores)
 
     @property
     def core_factor(self) -> float:
@@ -246,20 +258,25 @@ class Runtime:
     def window_share(self, engine: str) -> float | None:
         """The fraction of the cores one real-time stream of ``engine`` keeps busy by the window costs
         learned here at each thread level (:func:`voxserve.stream.capacity.cheapest_share`)."""
+        return cheapest_share(self._stream_costs(engine), self.session_config().max_window_s, self._cores)
+
+    def _stream_costs(self, engine: str) -> list[StreamCost]:
+        """The window costs ``engine`` learned at each thread level (none on a GPU)."""
         found = self._engines.get(engine)
         learned = found.window_cost if found is not None else None
         if learned is None or self._on_gpu:
-            return None
-        costs = [
+            return []
+        return [
             StreamCost(fit[0], fit[1], level or self._cores)
             for level in self._thread_levels
             if (fit := learned.fit(level)) is not None
         ]
-        return cheapest_share(costs, self.session_config().max_window_s, self._cores)
 
     def scheduler_stats(self) -> SchedulerStats:
-        """The worker pool's state (all zero while models load)."""
-        return self._pool.stats() if self._pool is not None else SchedulerStats(0, 0, 0)
+        """The worker pool's state and the core factor (all zero while models load)."""
+        if self._pool is None:
+            return SchedulerStats(0, 0, 0)
+        return replace(self._pool.stats(), core_factor=self.core_factor)
 
     @property
     def pool(self) -> WorkerPool:

@@ -70,12 +70,14 @@ class WordTiming:
 
 @dataclass(frozen=True)
 class SchedulerStats:
-    """The synthesis worker pool now: model jobs running and waiting, and calls stopped so far for a
-    stream's first audio (see :mod:`voxserve.stream.pool`)."""
+    """The synthesis worker pool now: model jobs running and waiting, calls stopped so far for a
+    stream's first audio (see :mod:`voxserve.stream.pool`), and the core-seconds streams hold per
+    core-second admission books for them (:class:`voxserve.stream.capacity.CoreMeter`; 1 until measured)."""
 
     running: int
     queued: int
     preemptions: int
+    core_factor: float = 1.0
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,7 +10,7 @@ from voxserve.server.admission import Admission
 
 async def test_cap_queue_and_refusal() -> None:
     seen: list[tuple[int, int]] = []
-    adm = Admission(max_streams=2, max_queue=1, on_change=lambda a, q, load: seen.append((a, q)))
+    adm = Admission(max_streams=2, max_queue=1, on_change=lambda a, q, load, limit: seen.append((a, q)))
     await adm.acquire()
     await adm.acquire()
     waiter = asyncio.create_task(adm.acquire())
@@ -76,7 +76,7 @@ def test_queue_timeout_comes_from_settings(monkeypatch: pytest.MonkeyPatch) -> N
 
 async def test_streams_are_admitted_by_their_share_of_the_machine() -> None:
     loads: list[float] = []
-    adm = Admission(max_streams=100, max_queue=0, on_change=lambda a, q, load: loads.append(load))
+    adm = Admission(max_streams=100, max_queue=0, on_change=lambda a, q, load, limit: loads.append(load))
     booked = [await adm.acquire(0.3) for _ in range(3)]  # 0.9 of the cores
     assert adm.load == pytest.approx(0.9)
     assert adm.fits(0.1) and not adm.fits(0.3)

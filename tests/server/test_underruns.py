@@ -98,6 +98,7 @@ def test_a_stall_lowers_admissions_limit_at_once_not_when_the_stream_ends() -> N
                 received += len(next(chunks))
             assert admission.active == 1  # the stream is still playing
             assert admission.limit == pytest.approx(full - admission.share(None))  # one stream fewer
+            assert running.metric("voxserve_admission_limit") == pytest.approx(admission.limit)  # exported
             list(chunks)
         assert admission.limit == pytest.approx(full - admission.share(None))  # its end does not count it again
     finally:

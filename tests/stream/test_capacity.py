@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voxserve.stream.capacity import CoreMeter, StreamCost, cheapest_share, stream_share
+from voxserve.stream.capacity import CoreMeter, StreamCost, cheapest_share, ramp_factor, stream_share
 
 
 def test_a_stream_keeps_its_threads_busy_for_its_cost_per_audio_second() -> None:
@@ -54,3 +54,12 @@ def test_the_core_meter_scales_shares_by_what_streams_really_hold() -> None:
     assert meter.samples == 3 and meter.factor == pytest.approx(0.5 * (0.5 * (1.6 / 1.2) + 0.5) + 0.5)
     with pytest.raises(ValueError, match="positive"):
         CoreMeter(lambda: 0.0, sample_core_s=0.0)
+
+
+def test_a_streams_first_window_costs_more_per_audio_second_than_its_largest() -> None:
+    # 0.1 s per window and 0.25 s per audio second: 0.5 s per audio second in 0.4 s windows, 0.3 in 2 s
+    costs = [StreamCost(a=0.1, b=0.25, threads=1), StreamCost(a=0.07, b=0.18, threads=2)]
+    assert ramp_factor(costs[:1], 0.4, 2.0, cores=2) == pytest.approx(0.5 / 0.3)
+    assert ramp_factor(costs, 0.4, 2.0, cores=2) == pytest.approx(0.5 / 0.3)  # the cheapest level, as booked
+    assert ramp_factor(costs, 2.0, 2.0, cores=2) == pytest.approx(1.0)
+    assert ramp_factor([], 0.4, 2.0, cores=2) == 1.0  # nothing learned: no premium

@@ -41,7 +41,7 @@ class Admission:
         max_streams: int,
         max_queue: int,
         queue_timeout_s: float = 30.0,
-        on_change: Callable[[int, int, float], None] | None = None,
+        on_change: Callable[[int, int, float, float], None] | None = None,
         max_load: float = 1.0,
     ) -> None:
         self.max_streams = max_streams
@@ -181,4 +181,4 @@ class Admission:
 
     def _changed(self) -> None:
         if self._on_change is not None:
-            self._on_change(self._active, len(self._waiters), self.load)
+            self._on_change(self._active, len(self._waiters), self.load, self._limit)

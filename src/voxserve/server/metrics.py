@@ -66,6 +66,11 @@ class Metrics:
             "Streams' predicted demand against this machine's measured capacity (1 = every core busy).",
             registry=r,
         )
+        self.admission_limit = Gauge(
+            "voxserve_admission_limit",
+            "Share of the cores admission books streams up to now: learned from stalls, at most max_load.",
+            registry=r,
+        )
         self.audio_seconds = Counter(
             "voxserve_audio_seconds", "Seconds of audio produced.", ("engine", "voice", "transport"), registry=r
         )
@@ -81,10 +86,11 @@ class Metrics:
         """Export the worker pool's state, read at each scrape."""
         self.registry.register(_SchedulerCollector(read))
 
-    def on_admission(self, active: int, queued: int, load: float) -> None:
+    def on_admission(self, active: int, queued: int, load: float, limit: float) -> None:
         self.active_streams.set(active)
         self.queue_depth.set(queued)
         self.load.set(load)
+        self.admission_limit.set(limit)
 
     def observe_stream(
         self,
@@ -130,4 +136,10 @@ class _SchedulerCollector:
             "voxserve_preemptions",
             "Model calls stopped to give their cores to a stream's first audio (each made again later).",
             stats.preemptions,
+        )
+        yield GaugeMetricFamily(
+            "voxserve_core_factor",
+            "Core-seconds the streams' jobs really hold per core-second their learned window costs book "
+            "(admission scales every stream's share by it; 1 until measured under load).",
+            stats.core_factor,
         )

@@ -75,7 +75,7 @@ class SpeechService:
             engine = self.voice(request.voice or self.settings.default_voice).engine
         except VoxError:
             return None
-        return self.runtime.stream_share(engine)
+        return self.runtime.stream_share(engine, self.state.admission.active)
 
     def engines(self) -> list[str]:
         return self.policy.book.engines()

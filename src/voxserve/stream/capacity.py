@@ -53,6 +53,15 @@ def cheapest_share(costs: Iterable[StreamCost], window_s: float, cores: int) -> 
     return min((stream_share(cost, window_s, cores) for cost in costs), default=None)
 
 
+def ramp_factor(costs: Iterable[StreamCost], first_s: float, largest_s: float, cores: int) -> float:
+    """How much more a stream's first window costs per audio second than its largest, at the cheapest
+    thread level learned (1 when none is): small windows decode their context for less audio."""
+    costs = list(costs)
+    largest = cheapest_share(costs, largest_s, cores)
+    first = cheapest_share(costs, first_s, cores)
+    return first / largest if first is not None and largest else 1.0
+
+
 class CoreMeter:
     """How many core-seconds the streams really hold per core-second their shares book.
 
