@@ -4,6 +4,7 @@ engines (tests/conftest.py: ``fake_runtime``), which have the real engines' voic
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import statistics
 import time
@@ -305,6 +306,42 @@ async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime: Runtime) -> None:
     (join,) = session.join_positions
     around = audio[join - int(0.4 * 24000) : join + int(0.4 * 24000)]  # the model's own pauses elsewhere stay
     assert longest_silence_s(around, 24000) < 0.12  # was 0.33 s
+
+
+def gap_between_sentences_s(audio: np.ndarray, rate: int, threshold: float = 0.003) -> float:
+    """The longest run of quiet 5 ms frames between the first and the last sound."""
+    frame = rate // 200
+    n = len(audio) // frame
+    loud = np.sqrt(np.mean(audio[: n * frame].reshape(n, frame) ** 2, axis=1)) >= threshold
+    sound = np.flatnonzero(loud)
+    longest = run = 0
+    for quiet in ~loud[sound[0] : sound[-1]]:
+        run = run + 1 if quiet else 0
+        longest = max(longest, run)
+    return longest / 200
+
+
+async def test_the_pause_between_sentences_does_not_depend_on_where_the_windows_were_cut(runtime: Runtime) -> None:
+    """The model's own silence after a sentence is kept and only the shortfall of the configured pause is
+    added. Where a window cut falls just after the speech, that silence begins in the window before the
+    last; counted only in the last, the pause came out longer (0.76 s against 0.53 s with a 0.35 s first
+    window here)."""
+    text = "Your order shipped this morning. It should arrive on Thursday."
+    gaps = []
+    for first in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6):
+        config = dataclasses.replace(
+            runtime.session_config(pace=False),
+            first_window_s=first,
+            max_window_s=1.5 * first,
+            max_unpaced_window_s=1.5 * first,
+        )
+        session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False, config=config)
+        session.push_text(text)
+        session.close()
+        gaps.append(gap_between_sentences_s(audio_of([c async for c in session]), session.sample_rate))
+    pause = runtime.session_config().sentence_pause_ms / 1000
+    assert min(gaps) >= pause - 0.05, gaps
+    assert max(gaps) - min(gaps) <= 0.06, gaps
 
 
 async def test_a_stream_whose_consumer_stopped_reading_needs_no_core(fake_runtime: Runtime) -> None:

@@ -44,7 +44,7 @@ async def test_two_streams_decode_side_by_side_on_a_core_each(
         assert wer(text, transcribe(audio, 24_000)) <= 0.15
     # the same sentence sounds the same whichever share of the cores decoded it: as much speech within a
     # few frames (a lost or doubled window is 0.4 s or more). Speech, not length: where the last window of
-    # a segment is cut moves how much of the model's own pause the join keeps (0.13 s seen on CI)
+    # a segment is cut moved how much of the model's own pause the join kept (0.13 s seen on CI; stream/pauses.py)
     assert abs(_speech_s(audios[0]) - _speech_s(alone)) <= 0.1
 
 

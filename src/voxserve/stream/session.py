@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 import numpy as np
 
-from voxserve.audio.dsp import trim_silence
 from voxserve.audio.joiner import Joiner
 from voxserve.audio.loudness import LoudnessNormalizer
 from voxserve.engines.base import Engine
@@ -28,6 +27,7 @@ from voxserve.errors import Cancelled, InvalidInput
 from voxserve.limits import check_input_length
 from voxserve.stream.alignment import SourceAligner
 from voxserve.stream.jobs import ActiveStream
+from voxserve.stream.pauses import TrailingQuiet, pause_after_ms
 from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session_config import SessionConfig, SessionStats
@@ -298,6 +298,7 @@ class SynthesisSession:
             control=self._control,
         )
         starts = True  # the next job is the segment's first: its front and first window
+        quiet = TrailingQuiet(self.sample_rate)  # silence this segment's pieces have ended with so far
         try:
             while True:
                 await self._pace()
@@ -313,12 +314,14 @@ class SynthesisSession:
                     piece.samples,
                     trim_start=piece.first,
                     trim_end=piece.last,
-                    pause_after_ms=self._pause_after(piece, boundary) if piece.last else 0.0,
+                    pause_after_ms=self._pause_after(piece, boundary, quiet.samples) if piece.last else 0.0,
                     lead_in=piece.lead_in if piece.first else None,
                     # a cut inside a phrase (no pause wanted): the model still ends the piece as if the
                     # sentence ended, with up to ~0.3 s of silence before its padding; cut all of it
                     tail=piece.tail if piece.last and self._pause_ms.get(boundary, 0.0) > 0 else None,
                 )
+                if not piece.last:
+                    quiet.add(piece.samples)
                 audio = self._loudness.process(joined.audio)
                 # the stream's last piece (text closed, nothing queued) takes the joiner's tail: its last
                 # chunk is the final one, with audio, rather than an empty end marker after it
@@ -347,20 +350,10 @@ class SynthesisSession:
                 with contextlib.suppress(ValueError):
                     close()
 
-    def _pause_after(self, piece: EngineAudio, boundary: str) -> float:
-        """Silence to add after a segment so the join pause is at least the configured one.
-
-        When the engine marks its padding exactly (``tail``), the silence the model itself put after
-        the final punctuation is kept and only the shortfall is added; otherwise all trailing
-        silence is trimmed and the whole pause is added.
-        """
+    def _pause_after(self, piece: EngineAudio, boundary: str, quiet_before: int) -> float:
+        """Silence to add after a segment's last piece (:func:`voxserve.stream.pauses.pause_after_ms`)."""
         target = self._pause_ms.get(boundary, 0.0)
-        if piece.tail is None or target <= 0:
-            return target
-        kept = len(piece.samples) - piece.tail
-        _, speech_end = trim_silence(piece.samples[:kept], self.sample_rate)
-        natural_ms = max(0, kept - speech_end) * 1000 / self.sample_rate
-        return max(0.0, target - natural_ms)
+        return pause_after_ms(piece.samples, piece.tail, target, quiet_before, self.sample_rate)
 
     async def _emit(self, audio: FloatAudio, final: bool = False) -> None:
         """Cut ``audio`` into chunks of about ``chunk_ms`` and queue them with the words they start."""
