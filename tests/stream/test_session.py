@@ -324,8 +324,8 @@ def gap_between_sentences_s(audio: np.ndarray, rate: int, threshold: float = 0.0
 async def test_the_pause_between_sentences_does_not_depend_on_where_the_windows_were_cut(runtime: Runtime) -> None:
     """The model's own silence after a sentence is kept and only the shortfall of the configured pause is
     added. Where a window cut falls just after the speech, that silence begins in the window before the
-    last; counted only in the last, the pause came out longer (0.76 s against 0.53 s with a 0.35 s first
-    window here)."""
+    last; counted only in the last, the pause came out longer by it (docs/benchmarks.md, "A sentence's
+    pause"). The cuts move with the machine's timing, so several window sizes are tried."""
     text = "Your order shipped this morning. It should arrive on Thursday."
     gaps = []
     for first in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6):
