@@ -4,7 +4,6 @@ engines (tests/conftest.py: ``fake_runtime``), which have the real engines' voic
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import statistics
 import time
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
+from bench.pause_sweep import TEXT, sweep
 
 from voxserve.audio import discontinuity_score
 from voxserve.engines.fake import FakeEngine
@@ -308,37 +308,12 @@ async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime: Runtime) -> None:
     assert longest_silence_s(around, 24000) < 0.12  # was 0.33 s
 
 
-def gap_between_sentences_s(audio: np.ndarray, rate: int, threshold: float = 0.003) -> float:
-    """The longest run of quiet 5 ms frames between the first and the last sound."""
-    frame = rate // 200
-    n = len(audio) // frame
-    loud = np.sqrt(np.mean(audio[: n * frame].reshape(n, frame) ** 2, axis=1)) >= threshold
-    sound = np.flatnonzero(loud)
-    longest = run = 0
-    for quiet in ~loud[sound[0] : sound[-1]]:
-        run = run + 1 if quiet else 0
-        longest = max(longest, run)
-    return longest / 200
-
-
 async def test_the_pause_between_sentences_does_not_depend_on_where_the_windows_were_cut(runtime: Runtime) -> None:
     """The model's own silence after a sentence is kept and only the shortfall of the configured pause is
     added. Where a window cut falls just after the speech, that silence begins in the window before the
     last; counted only in the last, the pause came out longer by it (docs/benchmarks.md, "A sentence's
     pause"). The cuts move with the machine's timing, so several window sizes are tried."""
-    text = "Your order shipped this morning. It should arrive on Thursday."
-    gaps = []
-    for first in (0.3, 0.35, 0.4, 0.45, 0.5):  # where the old rule was seen to go wrong
-        config = dataclasses.replace(
-            runtime.session_config(pace=False),
-            first_window_s=first,
-            max_window_s=1.5 * first,
-            max_unpaced_window_s=1.5 * first,
-        )
-        session = runtime.open_session(SynthesisParams(voice="af_heart"), pace=False, config=config)
-        session.push_text(text)
-        session.close()
-        gaps.append(gap_between_sentences_s(audio_of([c async for c in session]), session.sample_rate))
+    gaps = await sweep(runtime, "af_heart", TEXT, [0.3, 0.35, 0.4, 0.45, 0.5])  # where the old rule went wrong
     pause = runtime.session_config().sentence_pause_ms / 1000
     assert min(gaps) >= pause - 0.05, gaps
     assert max(gaps) - min(gaps) <= 0.06, gaps
