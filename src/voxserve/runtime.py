@@ -241,14 +241,13 @@ class Runtime:
         streams all decode their dearest windows at once, and nothing has measured them yet. The first
         ``cores`` streams are booked at their window share, so that the meter gets its sample (it samples
         only while the streams fill the cores) even where the ramp's cost would leave room for fewer."""
-        share = self.window_share(engine)
-        meter = self._meter
+        costs, cfg, meter = self._stream_costs(engine), self.session_config(), self._meter
+        share = cheapest_share(costs, cfg.max_window_s, self._cores)
         if share is None or meter is None:
             return None
         if meter.samples or streams < self._cores:
             return share * meter.factor
-        cfg = self.session_config()
-        return share * ramp_factor(self._stream_costs(engine), cfg.first_window_s, cfg.max_window_s, self._cores)
+        return share * ramp_factor(costs, cfg.first_window_s, cfg.max_window_s, self._cores)
 
     @property
     def core_factor(self) -> float:

@@ -13,7 +13,8 @@ That share is what the decoder windows cost at their largest size, as fitted at 
 also pays for its text front, its smaller first windows, work redone after a preemption, and the time
 other work on the machine (the event loop's encoding and HTTP, other processes) takes from its cores;
 and the fit learned at start can be off by a noisy moment. :class:`CoreMeter` measures the difference
-on the streams themselves and scales every share by it.
+on the streams themselves and scales every share by it. Before its first sample, :func:`ramp_factor` (what
+a stream's first window costs per audio second against its largest) prices the streams of a burst.
 """
 
 from __future__ import annotations
