@@ -26,7 +26,10 @@ def test_ssml_is_spoken_not_read_out(server: RunningServer, transcribe: Any) -> 
     assert response.status_code == 200, response.text
     heard = str(transcribe(np.frombuffer(response.content, dtype=np.int16).astype(np.float32) / 32768, 16000))
     heard = heard.lower()
-    assert "worldwideweb" in heard.replace(" ", ""), heard  # the alias, however Whisper spaces it
+    # the alias, however Whisper spaces it, and not the letters: Whisper tiny.en hears the sentence-final
+    # "Web." as "what?" at some window cuts, on the tree before this check was loosened as well
+    assert "worldwidew" in heard.replace(" ", ""), heard
+    assert not any(letters in heard for letters in ("double", "w w w", "www")), heard
     assert not any(markup in heard for markup in ("speak", "break", "time equals", "slash", "say as")), heard
 
 
