@@ -22,7 +22,7 @@ def quiet(seconds: float) -> np.ndarray:
 
 def ends_with_s(pieces: list[np.ndarray], tail: int) -> float:
     """Silence a segment of ``pieces`` ends with once the last one's padding is dropped and the pause added."""
-    before = TrailingQuiet(RATE)
+    before = TrailingQuiet(RATE, TARGET_MS)
     for piece in pieces[:-1]:
         before.add(piece)
     pause = pause_after_ms(pieces[-1], tail, TARGET_MS, before.samples, RATE)
@@ -45,13 +45,13 @@ def test_the_pause_does_not_depend_on_the_window_the_speech_ended_in() -> None:
 
 
 def test_a_natural_silence_longer_than_the_pause_is_kept_and_nothing_added() -> None:
-    before = TrailingQuiet(RATE)
+    before = TrailingQuiet(RATE, TARGET_MS)
     before.add(np.concatenate([tone(0.5), quiet(0.4)]))
     assert pause_after_ms(quiet(0.3), 0, TARGET_MS, before.samples, RATE) == 0.0
 
 
 def test_without_known_padding_the_last_pieces_silence_is_trimmed_but_earlier_silence_counts() -> None:
-    before = TrailingQuiet(RATE)
+    before = TrailingQuiet(RATE, TARGET_MS)
     before.add(np.concatenate([tone(0.5), quiet(0.2)]))
     # the joiner trims a last piece's trailing silence when the padding is not known: the whole pause is added
     assert pause_after_ms(np.concatenate([tone(0.3), quiet(0.2)]), None, TARGET_MS, before.samples, RATE) == TARGET_MS
@@ -64,9 +64,19 @@ def test_no_pause_wanted_adds_none() -> None:
 
 
 def test_trailing_quiet_counts_silent_pieces_and_starts_over_at_sound() -> None:
-    q = TrailingQuiet(RATE)
+    q = TrailingQuiet(RATE, TARGET_MS)
     q.add(quiet(0.1))
     q.add(quiet(0.1))
     assert q.samples == round(0.2 * RATE)
     q.add(np.concatenate([quiet(0.1), tone(0.2)]))
     assert q.samples == 0
+
+
+def test_trailing_quiet_counts_no_further_than_the_pause_and_not_at_all_without_one() -> None:
+    q = TrailingQuiet(RATE, TARGET_MS)
+    q.add(np.concatenate([tone(0.5), quiet(0.8)]))  # more than the pause: the pause's worth is all that counts
+    assert q.samples == round(TARGET_MS / 1000 * RATE)
+    assert pause_after_ms(quiet(0.1), 0, TARGET_MS, q.samples, RATE) == 0.0
+    none = TrailingQuiet(RATE, 0.0)  # a segment that ends without a pause
+    none.add(quiet(0.3))
+    assert none.samples == 0

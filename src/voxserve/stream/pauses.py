@@ -18,16 +18,23 @@ from voxserve.types import FloatAudio
 
 class TrailingQuiet:
     """Samples of silence at the end of a segment's pieces so far (:func:`voxserve.audio.dsp.trim_silence`'s
-    threshold); 0 at the segment's start."""
+    threshold); 0 at the segment's start. Counted only up to the pause the segment ends with
+    (``cap_ms``): more natural silence than that adds nothing, so each piece's end is scanned no further
+    back than the pause, and not at all for a segment that ends without one (the audio path is hot)."""
 
-    def __init__(self, sample_rate: int) -> None:
+    def __init__(self, sample_rate: int, cap_ms: float) -> None:
         self.sample_rate = sample_rate
+        self.cap = max(0, round(cap_ms * sample_rate / 1000))
         self.samples = 0
 
     def add(self, samples: FloatAudio) -> None:
         """A piece of the segment was emitted: its trailing silence, or all of it when it holds no sound."""
-        _, sound_end = trim_silence(samples, self.sample_rate, keep_ms=0.0)
-        self.samples = self.samples + len(samples) if sound_end == 0 else len(samples) - sound_end
+        if self.cap == 0:
+            return
+        end = samples[-self.cap :]
+        _, sound_end = trim_silence(end, self.sample_rate, keep_ms=0.0)
+        quiet = self.samples + len(samples) if sound_end == 0 else len(end) - sound_end
+        self.samples = min(quiet, self.cap)
 
 
 def pause_after_ms(samples: FloatAudio, tail: int | None, target_ms: float, quiet_before: int, rate: int) -> float:

@@ -298,7 +298,8 @@ class SynthesisSession:
             control=self._control,
         )
         starts = True  # the next job is the segment's first: its front and first window
-        quiet = TrailingQuiet(self.sample_rate)  # silence this segment's pieces have ended with so far
+        # silence this segment's pieces have ended with so far, up to the pause it ends with
+        quiet = TrailingQuiet(self.sample_rate, self._pause_ms.get(boundary, 0.0))
         try:
             while True:
                 await self._pace()
