@@ -135,8 +135,11 @@ async def test_stalls_teach_the_limit_and_clean_streams_give_it_back() -> None:
     assert adm.fits(0.2)  # a load of 0.6: another fits under 0.8
     adm.observe(0.2, stalled=True)  # a stall below the limit: a new overload lowers it by one stream
     assert adm.limit == pytest.approx(0.6) and not adm.fits(0.2)
+    for _ in range(300):
+        adm.observe(0.2, stalled=False)  # the three streams stalled beyond the first are owed first
+    assert adm.limit == pytest.approx(0.6)
     for _ in range(100):
-        adm.observe(0.2, stalled=False)  # a hundred clean streams give one stream's share back
+        adm.observe(0.2, stalled=False)  # then a hundred clean streams give one stream's share back
     assert adm.limit == pytest.approx(0.8) and adm.fits(0.2)
     for _ in range(1000):
         adm.observe(0.2, stalled=False)
@@ -146,3 +149,27 @@ async def test_stalls_teach_the_limit_and_clean_streams_give_it_back() -> None:
     for _ in range(20):
         adm.observe(0.2, stalled=True)  # one stream playing, stalling again and again
     assert adm.limit == pytest.approx(0.2)  # never below one stream
+
+
+async def test_a_burst_owes_what_it_did_not_take_off_the_limit_and_never_more_than_the_limit() -> None:
+    adm = Admission(max_streams=100, max_queue=0, max_load=1.0)
+    for _ in range(10):
+        await adm.acquire(0.1)
+    for _ in range(10):
+        adm.observe(0.1, stalled=True)  # every stream of one overload stalls
+    assert adm.limit == pytest.approx(0.9)  # lowered once
+    for _ in range(890):
+        adm.observe(0.1, stalled=False)  # nine streams owed: a hundred clean streams each
+    assert adm.limit == pytest.approx(0.9)
+    for _ in range(20):
+        adm.observe(0.1, stalled=False)
+    assert adm.limit == pytest.approx(0.91)  # paid off after 900: the limit rises again
+    small = Admission(max_streams=100, max_queue=0, max_load=1.0)
+    for _ in range(4):
+        await small.acquire(0.25)
+    for _ in range(50):
+        small.observe(0.25, stalled=True)  # far more stalled than the limit could owe
+    assert small.limit == pytest.approx(0.75)
+    for _ in range(300 + 100):
+        small.observe(0.25, stalled=False)  # the debt is at most the limit (three streams): then it rises
+    assert small.limit == pytest.approx(1.0)

@@ -12,10 +12,14 @@ the scheduler turns that into audio on time is measured by the server's own unde
 whose listener runs dry lowers the limit by its share, at its first stall so that streams arriving
 meanwhile do not pile on (never below one stream). When it stalled at a load above the limit (streams
 admitted before an earlier stall lowered it: the same overload), the limit goes only to one stream
-under that load, so one overload lowers it once, not once per stalled stream. Each stream that ends
-clean raises the limit by a hundredth of its share, up to ``max_load``, so it climbs back to a load
-that stalled only after about a hundred clean streams: the limit settles where about one stream in a
-hundred stalls (the capacity target of ``voxserve bench``) on this machine, under this traffic.
+under that load, so one overload lowers it once, not once per stalled stream: lowering it by every
+stream a burst stalls would leave room for one stream at the end of it. What such a stream did not take
+off the limit is owed instead. Each stream that ends clean gives a hundredth of its share back: to the
+debt while there is one, else to the limit, up to ``max_load``. So a load that stalled is reached again
+only after about a hundred clean streams per stream it stalled, however many stalled at once: the limit
+settles where about one stream in a hundred stalls (the capacity target of ``voxserve bench``) on this
+machine, under this traffic. The debt never exceeds the limit, so one bad minute is paid off within
+a hundred times the streams the limit admits.
 
 A stream that does not fit waits in a bounded FIFO queue for at most ``queue_timeout_s`` (that wait counts
 against its first audio), or is refused at once with :class:`Overloaded` when the queue is full or
@@ -49,6 +53,7 @@ class Admission:
         self.queue_timeout_s = queue_timeout_s
         self.max_load = max_load
         self._limit = max_load  # learned from stalls, within (one stream, max_load]
+        self._debt = 0.0  # shares stalled streams did not take off the limit, paid back before it rises
         self._active = 0
         self._load = 0.0
         self._waiters: deque[tuple[asyncio.Future[None], float]] = deque()
@@ -79,9 +84,14 @@ class Admission:
         """A stream of ``share`` stalled, or ended clean: move the limit (see above)."""
         booked = self.share(share)
         if stalled:
-            self._limit = max(booked, min(self._limit, max(self._load, self._limit) - booked))
+            lowered = max(booked, min(self._limit, max(self._load, self._limit) - booked))
+            self._debt = min(self._debt + booked - max(0.0, self._limit - lowered), lowered)
+            self._limit = lowered
         else:
-            self._limit = min(self.max_load, self._limit + _RECOVERY * booked)
+            gain = _RECOVERY * booked
+            paid = min(self._debt, gain)
+            self._debt -= paid
+            self._limit = min(self.max_load, self._limit + gain - paid)
         self._changed()
 
     @property
