@@ -1,5 +1,6 @@
 """How admission learns under load: its limit, booked load, active streams, a stream's share and the core
-factor, every ``--every`` seconds while ``voxserve bench`` loads the server.
+factor, every ``--every`` seconds while ``voxserve bench`` loads the server, and the longest pause
+Python's garbage collector made in that time (no stream's audio moves while it runs).
 
 The server runs in this process (the app and uvicorn in a thread, default settings but the rate limit)
 so that the admission controller and the runtime can be read directly; the load comes from a
@@ -12,6 +13,7 @@ streams is read from its metrics registry at each line, so each stall shows when
 from __future__ import annotations
 
 import argparse
+import gc
 import subprocess
 import sys
 import threading
@@ -24,6 +26,24 @@ from voxserve.runtime import Runtime
 from voxserve.server.app import create_app
 from voxserve.server.run import uvicorn_config
 from voxserve.settings import Settings
+
+
+class _GcPauses:
+    """A ``gc.callbacks`` hook: the longest collection since it was last read."""
+
+    def __init__(self) -> None:
+        self._began = 0.0
+        self._longest = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self._longest = max(self._longest, time.perf_counter() - self._began)
+
+    def take(self) -> float:
+        longest, self._longest = self._longest, 0.0
+        return longest
 
 
 def main() -> None:
@@ -49,6 +69,8 @@ def main() -> None:
     command += ["--voice", args.voice, "--concurrency", args.concurrency, "--duration", args.duration]
     load = subprocess.Popen([*command, "--output", args.output], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     admission, started = state.admission, time.monotonic()
+    pauses = _GcPauses()
+    gc.callbacks.append(pauses)
     try:
         while load.poll() is None:
             time.sleep(args.every)
@@ -63,12 +85,13 @@ def main() -> None:
             print(
                 f"{time.monotonic() - started:6.1f} s  active {admission.active:3d}  limit {admission.limit:.3f}  "
                 f"load {admission.load:.2f}  share {share or 0:.4f}  core factor {runtime.core_factor:.2f}  "
-                f"stalled streams {stalled:.0f}",
+                f"stalled streams {stalled:.0f}  gc pause {pauses.take() * 1000:4.0f} ms",
                 flush=True,
             )
         out = load.stdout.read().decode() if load.stdout is not None else ""
         print(out[out.find(f"{args.voice}\n") :] if f"{args.voice}\n" in out else out[-2000:])
     finally:
+        gc.callbacks.remove(pauses)
         load.kill()
         server.should_exit = True
 

@@ -17,11 +17,13 @@ class BlockedLoadRuntime:
     def __init__(self, fail: bool = False) -> None:
         self.release = threading.Event()
         self.fail = fail
+        self.tables: list[list[int]] = []
 
     def load(self) -> None:
         self.release.wait(30)
         if self.fail:
             raise RuntimeError("model file is corrupt")
+        self.tables = [[n] for n in range(1000)]  # what a real load leaves: long-lived containers
 
     def voices(self) -> list[VoiceInfo]:
         return [VoiceInfo("fake", "fake", "en-us", "female", 16000)]

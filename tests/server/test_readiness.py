@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 
 import grpc
@@ -54,6 +55,25 @@ def test_loading_then_ready() -> None:
         assert voices["voices"] == ["fake"]
     finally:
         running.stop()
+
+
+def test_what_loading_made_is_left_out_of_later_collections() -> None:
+    """A full collection walks every tracked object with the interpreter lock held, and no stream moves
+    meanwhile: what the models' loading made (the fake's tables here) is frozen once the server is ready,
+    so the collections that serving triggers do not walk it."""
+    runtime = BlockedLoadRuntime()
+    running = RunningServer(server_settings(), runtime, wait_ready=False)
+    try:
+        runtime.release.set()
+        running.wait_ready(timeout=10)
+        assert len(runtime.tables) == 1000
+        walked = {id(obj) for obj in gc.get_objects()}
+        assert id(runtime.tables) not in walked
+        assert not any(id(table) in walked for table in runtime.tables)
+        assert gc.get_freeze_count() >= 1000
+    finally:
+        running.stop()
+        gc.unfreeze()  # the rest of the test session collects as usual
 
 
 def test_failed_load_reports_not_ready() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import gc
 import logging
 import time
 
@@ -12,6 +13,18 @@ from voxserve.server.metrics import Metrics
 from voxserve.server.runtime_api import RuntimeLike
 
 log = logging.getLogger("voxserve.server")
+
+
+def settle_heap() -> None:
+    """Collect what loading left behind, then exempt every object alive now from later collections.
+
+    Loading leaves hundreds of thousands of long-lived Python objects (vocabularies, lexicons, voice
+    tables, graph metadata). Python's full collection walks all of them, with the interpreter lock held,
+    every time enough new objects survive: a pause in which no stream's audio moves, long enough to run
+    listeners with little audio ahead dry. Frozen, they are never walked again, so the full collections
+    that serving triggers walk only what serving made. They are still freed when nothing refers to them."""
+    gc.collect()
+    gc.freeze()
 
 
 class Phase(enum.Enum):
@@ -52,6 +65,7 @@ class Lifecycle:
             return
         finally:
             self._loaded.set()
+        settle_heap()
         elapsed = time.perf_counter() - start
         self._metrics.model_load_seconds.set(elapsed)
         if self.phase is Phase.LOADING:
