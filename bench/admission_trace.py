@@ -62,7 +62,7 @@ def main() -> None:
     runtime = cast(Runtime, state.runtime)  # the real one: create_app builds it from the settings
     server = uvicorn.Server(uvicorn_config(settings, app, log_level="warning"))
     threading.Thread(target=server.run, daemon=True).start()
-    while not runtime.ready:
+    while not state.lifecycle.ready:  # as /readyz: after loading and the heap settled
         time.sleep(0.2)
     engine = runtime.engine_for(args.voice).name
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
