@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ from websockets.sync.client import connect
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
-from .support import PIPER, free_port
+from .support import PIPER, ServerMaker, free_port
 from .test_ws import send
 
 
@@ -101,3 +102,32 @@ def test_sigterm_drains_within_grace(model_store: object) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_drain_ends_only_once_cut_clients_were_told(make_server: ServerMaker) -> None:
+    """The drain is what tells the web server it may close every connection (uvicorn closes the
+    WebSockets left with 1012). So when it returns, a cut stream's client must already have its
+    error event and the 1001 close: closing every connection at that instant loses neither."""
+    server = make_server(shutdown_grace_s=0.3)
+    ws = connect(server.ws)
+    send(ws, type="config", voice=PIPER, format="pcm")
+    send(ws, type="text", text=" ".join(["A long answer still being spoken when the server stops."] * 20))
+    send(ws, type="close")
+    while not isinstance(ws.recv(timeout=20), bytes):  # audio is flowing
+        pass
+    loop = server.server.servers[0].get_loop()
+
+    async def drain_then_close_everything() -> None:
+        await server.state.drain()
+        for connection in list(server.server.server_state.connections):
+            connection.shutdown()  # what uvicorn does next
+
+    asyncio.run_coroutine_threadsafe(drain_then_close_everything(), loop).result(10)
+    events = []
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            frame = ws.recv(timeout=10)
+            if isinstance(frame, str):
+                events.append(json.loads(frame))
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "shutting_down", events[-1]

@@ -248,6 +248,12 @@ class ContextStream:
             assert isinstance(event, dx.Ready | dx.Chunk | dx.Done | dx.Error | dx.Pong)
             yield event
 
+    @property
+    def quiet(self) -> bool:
+        """No context speaking and no event waiting to be sent (see ``ServerState.drain``)."""
+        speaking = any(ctx.turn.utterance is not None for ctx in self._live.values())
+        return not speaking and self._events.empty()
+
     async def aclose(self) -> None:
         """Cancel everything still running (client gone or connection failed)."""
         tasks: list[asyncio.Task[None]] = [self._reaper]

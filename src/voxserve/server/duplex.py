@@ -212,6 +212,12 @@ class DuplexStream:
                 return
             yield event
 
+    @property
+    def quiet(self) -> bool:
+        """No utterance speaking, no event waiting to be sent, and not ending (see ``ServerState.drain``)."""
+        speaking = any(turn.utterance is not None for turn in self._all)
+        return not speaking and self._events.empty() and not self._pump.done()
+
     async def aclose(self) -> None:
         """Cancel everything still running (client gone or connection failed)."""
         for turn in self._all:

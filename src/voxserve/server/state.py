@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from voxserve.errors import ShuttingDown
 from voxserve.server.admission import Admission
@@ -19,6 +20,15 @@ from voxserve.server.service import SpeechService
 from voxserve.settings import Settings
 
 log = logging.getLogger("voxserve.server")
+_TOLD_WITHIN_S = 2.0  # after the grace period: how long cut streams get to end and their clients to be told
+
+
+class Connection(Protocol):
+    """An open connection a drain waits for (a WebSocket): ``quiet`` when no audio or event of it is
+    on its way, so closing it now loses nothing the client was owed."""
+
+    @property
+    def quiet(self) -> bool: ...
 
 
 @dataclass
@@ -34,6 +44,7 @@ class ServerState:
     limiter: RateLimiter
     authenticator: Authenticator
     drain_hooks: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    connections: set[Connection] = field(default_factory=set)
     service: SpeechService = field(init=False)
 
     def __post_init__(self) -> None:
@@ -59,7 +70,9 @@ class ServerState:
         return cls(settings, runtime, metrics, lifecycle, admission, limiter, Authenticator(settings))
 
     async def drain(self) -> None:
-        """Stop taking work (readyz → 503), let streams finish within the grace period, cancel the rest."""
+        """Stop taking work (readyz → 503), let streams finish within the grace period, cancel the rest,
+        then wait (briefly) until every connection has sent what it owes: the audio already made and
+        the event saying why it ended. Only then may the web server close what is left."""
         self.lifecycle.start_draining()
         self.admission.start_draining()
         for hook in self.drain_hooks:
@@ -71,5 +84,9 @@ class ServerState:
             cut = ShuttingDown("server is shutting down: the stream was cut at the end of the grace period")
             cancelled = self.service.cancel_all(cut)
             log.warning("shutdown grace of %.1f s over: cancelled %d stream(s)", grace, cancelled)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.admission.wait_idle(), 2.0)
+        loop = asyncio.get_running_loop()
+        until = loop.time() + _TOLD_WITHIN_S
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.admission.wait_idle(), _TOLD_WITHIN_S)
+        while any(not connection.quiet for connection in self.connections) and loop.time() < until:
+            await asyncio.sleep(0.02)

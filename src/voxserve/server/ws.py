@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from dataclasses import dataclass
 
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
@@ -28,19 +29,34 @@ ws_router = APIRouter()
 Stream = dx.DuplexStream | ContextStream
 
 
+@dataclass(eq=False)
+class _Open:
+    """One connection as a server drain sees it (``ServerState.connections``), from accept to close."""
+
+    stream: Stream | None = None
+    sending: bool = False  # an event taken from the stream and not yet written
+
+    @property
+    def quiet(self) -> bool:
+        return not self.sending and (self.stream is None or self.stream.quiet)
+
+
 @ws_router.websocket("/v1/tts/stream")
 async def tts_stream(websocket: WebSocket) -> None:
     state: ServerState = websocket.app.state.vox
     await websocket.accept()
     status = "1000"
+    opened = _Open()
+    state.connections.add(opened)
     try:
-        await _serve(websocket, state)
+        await _serve(websocket, state, opened)
     except WebSocketDisconnect as gone:  # 1000/1001 when the client closed, 1005/1006 when it vanished
         status = str(gone.code)
     except Exception as exc:  # the WebSocket transport's one error mapping
         status = str(ws_close_code(exc))
         await _close_with(websocket, exc)
     finally:
+        state.connections.discard(opened)
         state.metrics.count("ws", "/v1/tts/stream", status)
 
 
@@ -54,7 +70,7 @@ async def _close_with(websocket: WebSocket, exc: Exception) -> None:
             await websocket.close(code=ws_close_code(exc), reason=error.message[:120])
 
 
-async def _serve(websocket: WebSocket, state: ServerState) -> None:
+async def _serve(websocket: WebSocket, state: ServerState, opened: _Open) -> None:
     service = state.service
     settings = state.settings
     client = websocket.client.host if websocket.client else ""
@@ -72,11 +88,11 @@ async def _serve(websocket: WebSocket, state: ServerState) -> None:
     if first is None:  # the first message chooses the protocol (the server sends nothing before it)
         _, first = await _first_message(websocket, settings)
     # a stream slot is taken per utterance (context), not per connection
-    stream = open_stream(service, "ws", client, first)
+    stream = opened.stream = open_stream(service, "ws", client, first)
     try:
         sent = [asyncio.get_running_loop().time()]  # when the writer last sent an event
         reader = asyncio.create_task(_read(websocket, stream, first, settings, sent))
-        writer = asyncio.create_task(_write(websocket, stream, sent))
+        writer = asyncio.create_task(_write(websocket, opened, sent))
         done, pending = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
             task.cancel()
@@ -139,9 +155,12 @@ async def _receive_idle(
         receiving.cancel()
 
 
-async def _write(websocket: WebSocket, stream: Stream, sent: list[float]) -> None:
-    async for event in stream.events():
+async def _write(websocket: WebSocket, opened: _Open, sent: list[float]) -> None:
+    assert opened.stream is not None
+    async for event in opened.stream.events():
+        opened.sending = True
         sent[0] = asyncio.get_running_loop().time()
         await websocket.send_text(json.dumps(event_json(event)))
         if isinstance(event, dx.Chunk):
             await websocket.send_bytes(event.chunk.audio)
+        opened.sending = False
