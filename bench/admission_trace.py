@@ -1,6 +1,8 @@
 """How admission learns under load: its limit, booked load, active streams, a stream's share and the core
 factor, every ``--every`` seconds while ``voxserve bench`` loads the server, and the longest pause
-Python's garbage collector made in that time (no stream's audio moves while it runs).
+Python's garbage collector made in that time (no stream's audio moves while it runs). At the end, the
+sizes of the decoder windows the voice's engine decoded: a window decodes its context on both sides as
+well as its audio, so a load that keeps windows small spends much of its work on context.
 
 The server runs in this process (the app and uvicorn in a thread, default settings but the rate limit)
 so that the admission controller and the runtime can be read directly; the load comes from a
@@ -18,10 +20,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import cast
 
 import uvicorn
 
+from voxserve.engines.windowing import WindowCost
 from voxserve.runtime import Runtime
 from voxserve.server.app import create_app
 from voxserve.server.run import uvicorn_config
@@ -46,11 +50,45 @@ class _GcPauses:
         return longest
 
 
+class _WindowSizes:
+    """Wraps a :class:`WindowCost`'s ``record`` on the instance: every window decoded, with its size
+    (audio seconds decoded, context included) and its work (seconds)."""
+
+    BUCKETS = (0.5, 0.8, 1.2, 1.8, 2.5, float("inf"))
+
+    def __init__(self, cost: WindowCost) -> None:
+        self._lock = threading.Lock()
+        self._windows: list[tuple[float, float]] = []
+        recorded: Callable[..., None] = cost.record
+
+        def record(decoded_s: float, seconds: float, threads: int | None = None) -> None:
+            with self._lock:
+                self._windows.append((decoded_s, seconds))
+            recorded(decoded_s, seconds, threads)
+
+        cost.record = record  # type: ignore[method-assign]
+
+    def table(self) -> str:
+        with self._lock:
+            windows = list(self._windows)
+        rows = [f"decoder windows: {len(windows)}, decoded size (context included) against work"]
+        low = 0.0
+        for high in self.BUCKETS:
+            chosen = [(d, s) for d, s in windows if low <= d < high]
+            decoded, work = sum(d for d, _ in chosen), sum(s for _, s in chosen)
+            rows.append(
+                f"  {low:3.1f}-{high:3.1f} s: {len(chosen):5d} windows  {decoded:7.1f} s decoded  {work:6.1f} s work"
+            )
+            low = high
+        return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--voice", default="en_US-joe-medium")
     parser.add_argument("--concurrency", default="24")
     parser.add_argument("--duration", default="60")
+    parser.add_argument("--text-set", default="short", help="the texts the callers speak (voxserve bench's sets)")
     parser.add_argument("--every", type=float, default=2.0, help="seconds between lines")
     parser.add_argument("--port", type=int, default=18100)
     parser.add_argument("--output", default="bench-results/admission-trace")
@@ -64,9 +102,12 @@ def main() -> None:
     threading.Thread(target=server.run, daemon=True).start()
     while not state.lifecycle.ready:  # as /readyz: after loading and the heap settled
         time.sleep(0.2)
-    engine = runtime.engine_for(args.voice).name
+    found = runtime.engine_for(args.voice)
+    engine = found.name
+    sizes = _WindowSizes(found.window_cost) if found.window_cost is not None else None
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
     command += ["--voice", args.voice, "--concurrency", args.concurrency, "--duration", args.duration]
+    command += ["--text-set", args.text_set]
     load = subprocess.Popen([*command, "--output", args.output], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     admission, started = state.admission, time.monotonic()
     pauses = _GcPauses()
@@ -90,6 +131,8 @@ def main() -> None:
             )
         out = load.stdout.read().decode() if load.stdout is not None else ""
         print(out[out.find(f"{args.voice}\n") :] if f"{args.voice}\n" in out else out[-2000:])
+        if sizes is not None:
+            print(sizes.table())
     finally:
         gc.callbacks.remove(pauses)
         load.kill()
