@@ -15,13 +15,25 @@ import grpc
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import connect
+from websockets.sync.client import ClientConnection, connect
 
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
 from .support import PIPER, ServerMaker, free_port
 from .test_ws import send
+
+
+def assert_told_shutting_down(ws: ClientConnection) -> None:
+    """The rest of a cut WebSocket stream ends with a ``shutting_down`` error event and close 1001."""
+    events = []
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            frame = ws.recv(timeout=10)
+            if isinstance(frame, str):
+                events.append(json.loads(frame))
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "shutting_down", events[-1]
 
 
 def test_sigterm_drains_within_grace(model_store: object) -> None:
@@ -80,14 +92,7 @@ def test_sigterm_drains_within_grace(model_store: object) -> None:
         assert refused.status_code == 503 and "shutting down" in refused.json()["error"]["message"]
         assert ended.wait(10), "in-flight stream not ended by the grace period"
         # the streams cut at the end of the grace period are told why
-        events = []
-        with pytest.raises(ConnectionClosed) as closed:
-            while True:
-                frame = ws.recv(timeout=10)
-                if isinstance(frame, str):
-                    events.append(json.loads(frame))
-        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
-        assert events[-1]["type"] == "error" and events[-1]["code"] == "shutting_down", events[-1]
+        assert_told_shutting_down(ws)
         with pytest.raises(grpc.RpcError) as failed:
             for _ in call:
                 pass
@@ -123,11 +128,4 @@ def test_a_drain_ends_only_once_cut_clients_were_told(make_server: ServerMaker) 
             connection.shutdown()  # what uvicorn does next
 
     asyncio.run_coroutine_threadsafe(drain_then_close_everything(), loop).result(10)
-    events = []
-    with pytest.raises(ConnectionClosed) as closed:
-        while True:
-            frame = ws.recv(timeout=10)
-            if isinstance(frame, str):
-                events.append(json.loads(frame))
-    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
-    assert events[-1]["type"] == "error" and events[-1]["code"] == "shutting_down", events[-1]
+    assert_told_shutting_down(ws)
