@@ -181,19 +181,17 @@ class Runtime:
             text = "Hello there, how are you today? I hope the weather is nice where you are."
             segments = self.frontend.phonemize(text, lang, engine.alphabet, max_phonemes=engine.max_phonemes)
             phonemes = " ".join(segment.phonemes for segment in segments)
-            # the path requests take: split graphs and windows when windowed, else the whole model; twice,
-            # because ONNX Runtime's first call at each new size also allocates, which would teach the
-            # window-cost fit a cost requests don't pay
+            # the path requests take: split graphs and windows when windowed, else the whole model, once
+            # at every thread count a job may get (elastic sessions): each has its own cost. The windows'
+            # costs include what ONNX Runtime's first call at each size allocates; a second pass to learn
+            # without it differs from the first by less than passes differ from each other, and every
+            # window decoded from then on refines the fit (docs/benchmarks.md, "Warm-up: one pass")
             if engine.window_cost is not None:
                 engine.window_cost.clear()
-            # at every thread count a job may get (elastic sessions): each has its own cost
             for threads in self._thread_levels:
-                for attempt in range(2):
-                    with thread_budget(threads):
-                        for _ in engine.stream(phonemes, voice, first_window_s=self.tuning.window_first_ms / 1000):
-                            pass
-                    if not attempt and engine.window_cost is not None:
-                        engine.window_cost.forget(threads)
+                with thread_budget(threads):
+                    for _ in engine.stream(phonemes, voice, first_window_s=self.tuning.window_first_ms / 1000):
+                        pass
 
     def learn_voices(self, learn: bool = True) -> None:
         """Teach windowed Kokoro every voice's decoder statistics and how to predict a sentence's (saved

@@ -254,12 +254,6 @@ class WindowCost:
         with self._lock:
             return self._counts[threads]
 
-    def forget(self, threads: int | None) -> None:
-        """Drop what was learned at ``threads``."""
-        with self._lock:
-            self._samples.pop(threads, None)
-            self._changed()
-
     def fit(self, threads: int | None = None) -> tuple[float, float] | None:
         """(a, b): seconds of work per window (its context included) and per audio second it emits."""
         with self._lock:
