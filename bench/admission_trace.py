@@ -1,6 +1,7 @@
 """How admission learns under load: its limit, booked load, active streams, a stream's share and the core
-factor, every ``--every`` seconds while ``voxserve bench`` loads the server, and the longest pause
-Python's garbage collector made in that time (no stream's audio moves while it runs). At the end, the
+factor, every ``--every`` seconds while ``voxserve bench`` loads the server, the longest pause
+Python's garbage collector made in that time (no stream's audio moves while it runs), and the model
+calls stopped so far for a late job (with the core-seconds they had held: work made again). At the end, the
 sizes of the decoder windows the voice's engine decoded: a window decodes its context on both sides as
 well as its audio, so a load that keeps windows small spends much of its work on context.
 
@@ -30,6 +31,9 @@ from voxserve.runtime import Runtime
 from voxserve.server.app import create_app
 from voxserve.server.run import uvicorn_config
 from voxserve.settings import Settings
+from voxserve.stream.jobs import Hold
+from voxserve.stream.pool import WorkerPool
+from voxserve.stream.window_budget import MARGIN
 
 
 class _GcPauses:
@@ -83,6 +87,50 @@ class _WindowSizes:
         return "\n".join(rows)
 
 
+class _Preemptions:
+    """Wraps a :class:`WorkerPool`'s ``_resume`` on the instance: how many model calls were stopped for a
+    late job, and the core-seconds their holds had run when stopped (the work thrown away, at most: a
+    stopped call is made again from its inputs, and a hold may also span work done before that call)."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self._lock = threading.Lock()
+        self.count, self.core_s = 0, 0.0
+        resume: Callable[[Hold], None] = pool._resume
+
+        def counted(hold: Hold) -> None:
+            with self._lock:
+                self.count += 1
+                self.core_s += (time.monotonic() - hold.started) * (hold.threads or 1)
+            resume(hold)
+
+        pool._resume = counted  # type: ignore[method-assign]
+
+
+class _JobTimes:
+    """Wraps a :class:`WorkerPool`'s ``_release`` on the instance: for the jobs that came with an expected
+    cost, the seconds they held their worker against that cost (less the planner's margin): how far the
+    window fit the planner sizes windows with is from what a job really takes."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self._lock = threading.Lock()
+        self.jobs, self.held_s, self.expected_s = 0, 0.0, 0.0
+        release: Callable[[Hold], None] = pool._release
+
+        def timed(hold: Hold) -> None:
+            if hold.job.cost > 0:
+                with self._lock:
+                    self.jobs += 1
+                    self.held_s += time.monotonic() - hold.started
+                    self.expected_s += hold.job.cost / MARGIN
+            release(hold)
+
+        pool._release = timed  # type: ignore[method-assign]
+
+    def ratio(self) -> float:
+        with self._lock:
+            return self.held_s / self.expected_s if self.expected_s else 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--voice", default="en_US-joe-medium")
@@ -105,6 +153,8 @@ def main() -> None:
     found = runtime.engine_for(args.voice)
     engine = found.name
     sizes = _WindowSizes(found.window_cost) if found.window_cost is not None else None
+    stopped = _Preemptions(runtime.pool)
+    jobs = _JobTimes(runtime.pool)
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
     command += ["--voice", args.voice, "--concurrency", args.concurrency, "--duration", args.duration]
     command += ["--text-set", args.text_set]
@@ -126,7 +176,9 @@ def main() -> None:
             print(
                 f"{time.monotonic() - started:6.1f} s  active {admission.active:3d}  limit {admission.limit:.3f}  "
                 f"load {admission.load:.2f}  share {share or 0:.4f}  core factor {runtime.core_factor:.2f}  "
-                f"stalled streams {stalled:.0f}  gc pause {pauses.take() * 1000:4.0f} ms",
+                f"stalled streams {stalled:.0f}  gc pause {pauses.take() * 1000:4.0f} ms  "
+                f"stopped calls {stopped.count:4d} ({stopped.core_s:5.1f} core-s held)  "
+                f"jobs held/expected {jobs.ratio():.2f}",
                 flush=True,
             )
         out = load.stdout.read().decode() if load.stdout is not None else ""

@@ -128,11 +128,12 @@ class Settings(BaseSettings):
     port: int = 8000
     grpc_port: int = Field(default=50051, description="0 disables the gRPC server.")
     max_load: float = Field(
-        default=1.0,
+        default=0.8,
         gt=0,
         le=4.0,
         description="Admit a new stream only while the streams' predicted demand, from costs measured on this "
-        "machine, stays within this fraction of its cores (1.0: every core). /readyz answers 503 'full' beyond it.",
+        "machine, stays within this fraction of its cores (1.0: every core; the default leaves a fifth for the "
+        "moments demand exceeds its average). /readyz answers 503 'full' beyond it.",
     )
     max_streams: int = Field(
         default=128, ge=1, description="Ceiling on concurrent synthesis streams, whatever they cost."

@@ -119,6 +119,26 @@ async def test_the_first_stream_is_always_admitted_and_unknown_costs_count_as_sl
     assert not adm.fits(None)
 
 
+async def test_unknown_costs_fill_a_limit_below_every_core_with_max_streams() -> None:
+    adm = Admission(max_streams=4, max_queue=0, max_load=0.8)
+    for _ in range(4):  # a GPU learns no share: max_streams streams still fit under the headroom
+        assert await adm.acquire(None) == pytest.approx(0.2)
+    assert adm.load == pytest.approx(1.0) and not adm.fits(None)
+    with pytest.raises(Overloaded):
+        await adm.acquire(None)
+
+
+async def test_the_default_admits_up_to_four_fifths_of_the_measured_capacity() -> None:
+    from voxserve.server.state import ServerState
+    from voxserve.settings import Settings
+
+    from .fakes import BlockedLoadRuntime
+
+    admission = ServerState.build(Settings(_env_file=None), runtime=BlockedLoadRuntime()).admission
+    await admission.acquire(0.4)
+    assert admission.fits(0.4) and not admission.fits(0.45)  # a fifth of the cores stays free
+
+
 async def test_stalls_teach_the_limit_and_clean_streams_give_it_back() -> None:
     adm = Admission(max_streams=100, max_queue=0, max_load=1.0)
     for _ in range(5):

@@ -4,8 +4,12 @@ Each stream is booked with its *share*: the fraction of the cores one real-time 
 keeps busy, from the window costs learned on this machine (:mod:`voxserve.stream.capacity`). The sum of
 the booked shares is the server's load. A new stream is admitted while the load with it stays within
 ``max_load`` (1.0: every core), so streams already playing are never starved by one that arrives later.
-A stream whose cost is not known yet is booked at ``1 / max_streams``. ``max_streams`` stays as the
-operator's ceiling on the number of streams whatever they cost, and the first stream is always admitted.
+Shares are what the streams cost on average, and deadlines are missed at the moments demand rises above
+it (streams starting together, sentence fronts falling together), so the operator's default leaves a
+fifth of the cores for them (:class:`voxserve.settings.Settings`). A stream whose cost is not known yet
+(a GPU) is booked at ``max_load / max_streams``, so that ``max_streams`` of them fill the limit.
+``max_streams`` stays as the operator's ceiling on the number of streams whatever they cost, and the
+first stream is always admitted.
 
 The limit also learns from the streams themselves. The shares say what the cores can compute; whether
 the scheduler turns that into audio on time is measured by the server's own underrun count. Each stream
@@ -99,8 +103,9 @@ class Admission:
         return self._draining
 
     def share(self, share: float | None) -> float:
-        """The share a stream is booked with: its learned one, else an equal part of ``max_streams``."""
-        return share if share is not None and share > 0 else 1.0 / self.max_streams
+        """The share a stream is booked with: its learned one, else an equal part of ``max_load`` among
+        ``max_streams``."""
+        return share if share is not None and share > 0 else self.max_load / self.max_streams
 
     def fits(self, share: float | None = None) -> bool:
         """Whether a stream of ``share`` could start now without taking the booked shares past the limit."""
