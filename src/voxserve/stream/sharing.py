@@ -19,8 +19,9 @@ cores before another stream needs one.
 
 A new stream's first audio waits while a playing stream is *thin* (too little audio coming to keep
 gaining once every stream runs) and the new one would lower the playing streams' share of the cores
-(:meth:`CoreSharing._waits`), at most its own expected work again; meanwhile the cores go to the streams
-already playing: a stream admitted earlier must not run dry because of one that came later.
+(:meth:`CoreSharing._waits`), at most :data:`FIRST_AUDIO_WAIT` times its own expected work; meanwhile the
+cores go to the streams already playing: a stream admitted earlier must not run dry because of one that
+came later.
 
 The state lives here and is guarded by the pool's lock (``_cond``); every method named with a leading
 underscore is called with it held.
@@ -33,6 +34,12 @@ import threading
 import time
 
 from voxserve.stream.jobs import ActiveStream, Hold, Job, first_shortfall, nearest_level
+
+# How long a new stream's first audio may wait for thin streams, in its own expected work after its arrival.
+# In a burst, the streams that just got their first window are all thin at once, and each newcomer let go
+# takes a core their second windows need; a wait of the job's own work let newcomers go before those
+# windows were done (docs/benchmarks.md, "A first audio waits longer for thin streams (stop 38)").
+FIRST_AUDIO_WAIT = 3.0
 
 
 class CoreSharing:
@@ -168,16 +175,17 @@ class CoreSharing:
         whose start lowers the playing streams' share of the cores makes a thin one run dry, and then
         itself. So a first audio that would lower that share waits while any playing stream is thin,
         and meanwhile does not count in the share (:meth:`_running_streams`): the thin stream decodes
-        on the cores the new one would take, and gains. It waits at most its own expected work again
-        after its arrival, so first audio stays within a few times a lone stream's. ``thin``:
+        on the cores the new one would take, and gains. It waits at most :data:`FIRST_AUDIO_WAIT` times
+        its own expected work after its arrival, so first audio stays within a few times a lone
+        stream's. ``thin``:
         :meth:`_thin`, if already counted for this decision."""
-        if not job.first or self.cores is None or now >= job.due + job.cost:
+        if not job.first or self.cores is None or now >= job.due + FIRST_AUDIO_WAIT * job.cost:
             return None
         streams = len(self._streams)
         if self._cores_each(streams) >= self._cores_each(streams - 1):
             return None  # the others' share of the cores is the same with it: it takes nothing from them
         thin = self._thin() if thin is None else thin
-        return job.due + job.cost if thin else None
+        return job.due + FIRST_AUDIO_WAIT * job.cost if thin else None
 
     def _yields(self, job: Job, now: float) -> float | None:
         """Until when ``job`` leaves the free cores to streams between two jobs whose listener needs audio
