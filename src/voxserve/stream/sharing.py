@@ -177,8 +177,7 @@ class CoreSharing:
         and meanwhile does not count in the share (:meth:`_running_streams`): the thin stream decodes
         on the cores the new one would take, and gains. It waits at most :data:`FIRST_AUDIO_WAIT` times
         its own expected work after its arrival, so first audio stays within a few times a lone
-        stream's. ``thin``:
-        :meth:`_thin`, if already counted for this decision."""
+        stream's. ``thin``: :meth:`_thin`, if already counted for this decision."""
         if not job.first or self.cores is None or now >= job.due + FIRST_AUDIO_WAIT * job.cost:
             return None
         streams = len(self._streams)
