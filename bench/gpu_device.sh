@@ -17,8 +17,14 @@ date -u
 export PYTHONPATH="$KIT/site:src:."
 GRAPHS="$KIT/kokoro/split-fp16"
 if [ ! -f "$GRAPHS/kokoro_split.json" ]; then
-  # the device's onnx may serialize differently from the one that recorded the known hashes
-  "$PY" -c "from pathlib import Path; from voxserve.models.graphs import build_split_graphs; \
+  # the device's onnx may serialize differently from the one that recorded the known hashes. The device
+  # has neither pydantic nor cryptography, which the package's __init__ (the model store) and sealed
+  # models import; building plain graphs needs neither, so both modules are stood in for here.
+  "$PY" -c "import sys, types; from pathlib import Path; \
+pkg = types.ModuleType('voxserve.models'); pkg.__path__ = ['src/voxserve/models']; sys.modules[pkg.__name__] = pkg; \
+sealed = types.ModuleType('voxserve.models.sealed'); sealed.SUFFIX = '.vxenc'; sealed.ModelKey = object; \
+sealed.open_sealed = sealed.write_sealed = None; sys.modules[sealed.__name__] = sealed; \
+from voxserve.models.graphs import build_split_graphs; \
 build_split_graphs(Path('$KIT/kokoro/kokoro-v1.0.int8.onnx'), Path('$GRAPHS'), precision='fp16', verify_hashes=False)"
 fi
 "$PY" - "$GRAPHS" <<'PROBE'

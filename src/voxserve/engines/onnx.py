@@ -20,9 +20,11 @@ log = logging.getLogger(__name__)
 # decoder windows and batches come in many shapes. GPU builds of onnxruntime list it even where its
 # libraries are missing.
 _PREFERENCE = ("CUDAExecutionProvider", "CPUExecutionProvider")
-# cuDNN's default is to time every convolution algorithm for each new input shape: with windows and
-# batches of many sizes that search, not the model, would dominate. Its heuristic pick is close.
-CUDA_OPTIONS = {"cudnn_conv_algo_search": "HEURISTIC", "cudnn_conv_use_max_workspace": "1"}
+# ONNX Runtime's default is to time every convolution algorithm for each new input shape: with windows
+# and batches of many sizes that search, not the model, would dominate. cuDNN's heuristic query failed
+# outright on an H200 for the decoder's first transposed convolution at a batch of 59 float16 windows
+# (docs/gpu.md, "Measured on a lent H200"), so convolutions take cuDNN's default algorithm: no search.
+CUDA_OPTIONS = {"cudnn_conv_algo_search": "DEFAULT", "cudnn_conv_use_max_workspace": "1"}
 
 
 def resolve_providers(requested: list[str]) -> list[str]:
