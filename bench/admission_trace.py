@@ -113,13 +113,12 @@ class _JobTimes:
 
     def __init__(self, pool: WorkerPool) -> None:
         self._lock = threading.Lock()
-        self.jobs, self.held_s, self.expected_s = 0, 0.0, 0.0
+        self.held_s, self.expected_s = 0.0, 0.0
         release: Callable[[Hold], None] = pool._release
 
         def timed(hold: Hold) -> None:
             if hold.job.cost > 0:
                 with self._lock:
-                    self.jobs += 1
                     self.held_s += time.monotonic() - hold.started
                     self.expected_s += hold.job.cost / MARGIN
             release(hold)
