@@ -5,6 +5,9 @@ calls stopped so far for a late job (with the core-seconds they had held: work m
 sizes of the decoder windows the voice's engine decoded: a window decodes its context on both sides as
 well as its audio, so a load that keeps windows small spends much of its work on context.
 
+At the start it prints a stream's share and what a stream is booked at in a cold burst (before the core
+meter's first sample: its first job's cost, ``capacity.ramp_factor``).
+
 The server runs in this process (the app and uvicorn in a thread, default settings but the rate limit)
 so that the admission controller and the runtime can be read directly; the load comes from a
 ``voxserve bench`` subprocess, whose table is printed at the end. The server's own count of stalled
@@ -152,6 +155,9 @@ def main() -> None:
     found = runtime.engine_for(args.voice)
     engine = found.name
     sizes = _WindowSizes(found.window_cost) if found.window_cost is not None else None
+    alone, burst = runtime.stream_share(engine), runtime.stream_share(engine, streams=runtime.pool.cores or 1)
+    if alone and burst:  # before the meter's first sample a burst is booked at its first jobs' cost
+        print(f"share before any stream: {alone:.4f}, in a cold burst {burst:.4f} ({burst / alone:.2f}x)", flush=True)
     stopped = _Preemptions(runtime.pool)
     jobs = _JobTimes(runtime.pool)
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]

@@ -104,7 +104,7 @@ def test_a_cold_server_books_streams_beyond_its_cores_at_their_first_windows_cos
         assert config.first_window_s < config.max_window_s
         # the first streams are booked at their window share: the meter needs them to take its sample
         assert rt.stream_share("piper", streams=0) == pytest.approx(share)
-        # beyond the cores, a burst is booked at what its first windows cost per audio second
+        # beyond the cores, a burst is booked at what its first jobs (front and window) cost per audio second
         beyond = rt.stream_share("piper", streams=64)
         assert beyond is not None and beyond > 1.05 * share
     finally:

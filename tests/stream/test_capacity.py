@@ -56,10 +56,11 @@ def test_the_core_meter_scales_shares_by_what_streams_really_hold() -> None:
         CoreMeter(lambda: 0.0, sample_core_s=0.0)
 
 
-def test_a_streams_first_window_costs_more_per_audio_second_than_its_largest() -> None:
-    # 0.1 s per window and 0.25 s per audio second: 0.5 s per audio second in 0.4 s windows, 0.3 in 2 s
+def test_a_streams_first_job_costs_more_per_audio_second_than_its_largest_window() -> None:
+    # 0.1 s per window and 0.25 s per audio second, 2 s windows: 0.3 s per audio second. The first job runs
+    # the text's front (about one window's fixed part) and a 0.4 s window: (0.1 + 0.1 + 0.25 * 0.4) / 0.4
     costs = [StreamCost(a=0.1, b=0.25, threads=1), StreamCost(a=0.07, b=0.18, threads=2)]
-    assert ramp_factor(costs[:1], 0.4, 2.0, cores=2) == pytest.approx(0.5 / 0.3)
-    assert ramp_factor(costs, 0.4, 2.0, cores=2) == pytest.approx(0.5 / 0.3)  # the cheapest level, as booked
-    assert ramp_factor(costs, 2.0, 2.0, cores=2) == pytest.approx(1.0)
+    assert ramp_factor(costs[:1], 0.4, 2.0, cores=2) == pytest.approx(0.75 / 0.3)
+    assert ramp_factor(costs, 0.4, 2.0, cores=2) == pytest.approx(0.75 / 0.3)  # the cheapest level, as booked
+    assert ramp_factor(costs, 2.0, 2.0, cores=2) == pytest.approx(0.35 / 0.3)  # the front, even in a large window
     assert ramp_factor([], 0.4, 2.0, cores=2) == 1.0  # nothing learned: no premium

@@ -14,7 +14,8 @@ also pays for its text front, its smaller first windows, work redone after a pre
 other work on the machine (the event loop's encoding and HTTP, other processes) takes from its cores;
 and the fit learned at start can be off by a noisy moment. :class:`CoreMeter` measures the difference
 on the streams themselves and scales every share by it. Before its first sample, :func:`ramp_factor` (what
-a stream's first window costs per audio second against its largest) prices the streams of a burst.
+a stream's first job, its text's front and first window, costs per audio second against its largest
+window) prices the streams of a burst.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from voxserve.stream.window_budget import front_s
 
 _WEIGHT = 0.5  # of each new sample in the meter's factor: the last few samples count, older ones fade
 
@@ -34,9 +37,10 @@ class StreamCost:
     b: float
     threads: int
 
-    def cores_per_stream(self, window_s: float) -> float:
-        """Cores a real-time stream keeps busy when it decodes windows of ``window_s`` audio seconds."""
-        return self.threads * (self.b + self.a / max(window_s, 1e-3))
+    def cores_per_stream(self, window_s: float, front: float = 0.0) -> float:
+        """Cores a real-time stream keeps busy when it decodes windows of ``window_s`` audio seconds, each
+        after ``front`` seconds of other work (a segment's front before its first window)."""
+        return self.threads * (self.b + (self.a + front) / max(window_s, 1e-3))
 
 
 def stream_share(cost: StreamCost, window_s: float, cores: int) -> float:
@@ -55,11 +59,14 @@ def cheapest_share(costs: Iterable[StreamCost], window_s: float, cores: int) -> 
 
 
 def ramp_factor(costs: Iterable[StreamCost], first_s: float, largest_s: float, cores: int) -> float:
-    """How much more a stream's first window costs per audio second than its largest, at the cheapest
-    thread level learned (1 when none is): small windows decode their context for less audio."""
+    """How much more a stream's first job costs per audio second than its largest window, at the cheapest
+    thread level learned (1 when none is). The job runs the text's front
+    (:func:`~voxserve.stream.window_budget.front_s`, as the window planner prices it) and then a first
+    window, which is small and decodes its context for less audio: a burst of new streams runs these
+    jobs all at once, before any stream has been measured."""
     costs = list(costs)
     largest = cheapest_share(costs, largest_s, cores)
-    first = cheapest_share(costs, first_s, cores)
+    first = min((c.cores_per_stream(first_s, front_s((c.a, c.b))) / max(cores, 1) for c in costs), default=None)
     return first / largest if first is not None and largest else 1.0
 
 
