@@ -14,6 +14,9 @@ so that the admission controller and the runtime can be read directly; the load 
 streams is read from its metrics registry at each line, so each stall shows when it was counted.
 
     .venv/bin/python -m bench.admission_trace --voice en_US-joe-medium --concurrency 24 --duration 60
+    .venv/bin/python -m bench.admission_trace --concurrency 24 --duration 30 --transport grpc --incremental 25
+
+The second feeds each caller's text over a duplex gRPC stream a word every 40 ms, as an LLM would.
 """
 
 from __future__ import annotations
@@ -139,6 +142,8 @@ def main() -> None:
     parser.add_argument("--concurrency", default="24")
     parser.add_argument("--duration", default="60")
     parser.add_argument("--text-set", default="short", help="the texts the callers speak (voxserve bench's sets)")
+    parser.add_argument("--transport", default="http", help="http, ws or grpc (voxserve bench's)")
+    parser.add_argument("--incremental", type=float, default=0.0, help="ws/grpc: words a second, as an LLM sends")
     parser.add_argument("--every", type=float, default=2.0, help="seconds between lines")
     parser.add_argument("--port", type=int, default=18100)
     parser.add_argument("--output", default="bench-results/admission-trace")
@@ -161,8 +166,11 @@ def main() -> None:
     stopped = _Preemptions(runtime.pool)
     jobs = _JobTimes(runtime.pool)
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
+    command += ["--grpc-target", f"127.0.0.1:{settings.grpc_port}"]
     command += ["--voice", args.voice, "--concurrency", args.concurrency, "--duration", args.duration]
-    command += ["--text-set", args.text_set]
+    command += ["--text-set", args.text_set, "--transport", args.transport]
+    if args.incremental:
+        command += ["--incremental", str(args.incremental)]
     load = subprocess.Popen([*command, "--output", args.output], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     admission, started = state.admission, time.monotonic()
     pauses = _GcPauses()
