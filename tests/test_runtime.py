@@ -89,7 +89,7 @@ def test_tuning_is_code_not_environment(monkeypatch: pytest.MonkeyPatch) -> None
         Tuning(decode_mode=cast(DecodeMode, "fast"))
 
 
-def test_a_cold_server_books_streams_beyond_its_cores_at_their_first_windows_cost(
+def test_a_cold_server_books_streams_beyond_its_cores_at_their_first_jobs_cost(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     from tests.conftest import FAKE_ENGINES

@@ -237,9 +237,9 @@ class Runtime:
         Until the meter's first sample, a stream beside ``cores`` or more others is booked at what its first
         job (its text's front and first window) costs per audio second
         (:func:`~voxserve.stream.capacity.ramp_factor`): a burst of new streams all run their dearest jobs
-        at once, and nothing has measured them yet. The first
-        ``cores`` streams are booked at their window share, so that the meter gets its sample (it samples
-        only while the streams fill the cores) even where the ramp's cost would leave room for fewer."""
+        at once, and nothing has measured them yet. The first ``cores`` streams are booked at their window
+        share, so that the meter gets its sample (it samples only while the streams fill the cores) even
+        where the ramp's cost would leave room for fewer."""
         costs, cfg, meter = self._stream_costs(engine), self.session_config(), self._meter
         share = cheapest_share(costs, cfg.max_window_s, self._cores)
         if share is None or meter is None:

@@ -43,9 +43,10 @@ class StreamCost:
         return self.threads * (self.b + (self.a + front) / max(window_s, 1e-3))
 
 
-def stream_share(cost: StreamCost, window_s: float, cores: int) -> float:
-    """The fraction of ``cores`` one real-time stream takes (may exceed 1 on a machine too slow for it)."""
-    return cost.cores_per_stream(window_s) / max(cores, 1)
+def stream_share(cost: StreamCost, window_s: float, cores: int, front: float = 0.0) -> float:
+    """The fraction of ``cores`` one real-time stream takes (may exceed 1 on a machine too slow for it);
+    ``front``: see :meth:`StreamCost.cores_per_stream`."""
+    return cost.cores_per_stream(window_s, front) / max(cores, 1)
 
 
 def cheapest_share(costs: Iterable[StreamCost], window_s: float, cores: int) -> float | None:
@@ -66,7 +67,7 @@ def ramp_factor(costs: Iterable[StreamCost], first_s: float, largest_s: float, c
     jobs all at once, before any stream has been measured."""
     costs = list(costs)
     largest = cheapest_share(costs, largest_s, cores)
-    first = min((c.cores_per_stream(first_s, front_s((c.a, c.b))) / max(cores, 1) for c in costs), default=None)
+    first = min((stream_share(c, first_s, cores, front_s((c.a, c.b))) for c in costs), default=None)
     return first / largest if first is not None and largest else 1.0
 
 
