@@ -24,6 +24,7 @@ import statistics
 import time
 
 from bench.arrival_trace import listen
+from voxserve.engines.cpus import usable_cores
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
 
@@ -36,7 +37,7 @@ def _cpu_s() -> float:
 async def _main(voice: str, listeners: int, gap: float, rounds: int) -> None:
     runtime = Runtime(Settings(_env_file=None))
     runtime.load(warm=True)
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     engine = runtime.engine_for(voice).name
     try:
         ratios = []

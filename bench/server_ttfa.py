@@ -31,6 +31,7 @@ import grpc
 import httpx
 from websockets.sync.client import ClientConnection, connect
 
+from voxserve.engines.cpus import usable_cores
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
@@ -241,7 +242,7 @@ def main() -> None:
         server.stop()
     out = args.out or Path(f"bench/results/server_ttfa{'_busy' if args.busy else ''}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"text": TEXT, "runs": args.runs, "token_ms": args.token_ms, "cores": os.cpu_count(), "busy": args.busy}
+    meta = {"text": TEXT, "runs": args.runs, "token_ms": args.token_ms, "cores": usable_cores(), "busy": args.busy}
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     print(f"wrote {out}")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +17,7 @@ from dataclasses import replace
 
 from voxserve.engines.base import Engine
 from voxserve.engines.batching import BatchPolicy
+from voxserve.engines.cpus import usable_cores
 from voxserve.engines.heap import HeapTrimmer, cap_heaps
 from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.onnx import SessionFactory, thread_budget
@@ -85,7 +85,7 @@ class Runtime:
         with self._lock:
             if self.ready:
                 return
-            cores = os.cpu_count() or 1
+            cores = usable_cores()
             factory = SessionFactory(
                 self.settings.providers,
                 self.settings.resolved_intra_op_threads(cores),

@@ -12,6 +12,7 @@ from typing import Any, TypeAlias
 
 import onnxruntime as ort
 
+from voxserve.engines.cpus import usable_cores
 from voxserve.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -294,7 +295,7 @@ class SessionFactory:
     ) -> None:
         self.read_sealed = read_sealed
         self.providers = resolve_providers(providers)
-        self.intra_op_threads = intra_op_threads or (os.cpu_count() or 1)
+        self.intra_op_threads = intra_op_threads or usable_cores()
         self.spinning = spinning
         wide = self.intra_op_threads
         self.levels = thread_levels(wide) if elastic and not self.on_gpu and wide > 1 else (wide,)
