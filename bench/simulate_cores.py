@@ -36,6 +36,9 @@ machine's to see how far the simulation's stalls are from the machine's.
 prints the audio seconds made per wall second: the saturation throughput the issue's targets compare
 listeners with, measured in the same run (listeners served / the largest of these = the share of
 saturation; note that past capacity more requests at once deliver less, see docs/benchmarks.md).
+``--of-saturation F,...`` then measures listener counts at those fractions of the highest throughput
+measured, so that machines of any speed (``bench/cores_device.sh``: 2 to 16 cores of a bigger one) are
+loaded alike.
 
 ``--learn-under-load N`` learns the window costs from a round of N real listeners instead of from the
 warm-up alone: under load this machine's windows cost about a third more than the warm-up teaches, and
@@ -256,15 +259,24 @@ async def saturation(runtime: Runtime, voice: str, requests: int) -> dict[str, f
     return {"saturation_requests": requests, "audio_s": audio_s, "wall_s": wall_s, "x_real_time": audio_s / wall_s}
 
 
-def real_load(engine_name: str, levels: str, rounds: int, spread: float, unpaced: str | None = None) -> None:
+def real_load(
+    engine_name: str, levels: str, rounds: int, spread: float, unpaced: str | None = None, of_saturation: str = ""
+) -> None:
     """The same listeners against the real engine on this machine's cores (as a server loads it), after
-    the saturation throughput of ``unpaced`` (request counts) if given."""
+    the saturation throughput of ``unpaced`` (request counts) if given. ``of_saturation`` adds listener
+    counts at those fractions of the highest throughput measured (a listener takes one audio second per
+    second), so that machines of any speed are loaded alike against their own saturation."""
     runtime = Runtime(Settings(_env_file=None, engines=[engine_name]))
     runtime.load(warm=True)
     try:
+        best = 0.0
         for k in (int(k) for k in unpaced.split(",")) if unpaced else ():
-            print(json.dumps(asyncio.run(saturation(runtime, VOICES[engine_name], k))), flush=True)
-        for n in (int(n) for n in levels.split(",")):
+            result = asyncio.run(saturation(runtime, VOICES[engine_name], k))
+            best = max(best, result["x_real_time"])
+            print(json.dumps(result), flush=True)
+        counts = [int(n) for n in levels.split(",") if n]
+        counts += [max(1, round(float(f) * best)) for f in of_saturation.split(",") if f and best]
+        for n in counts:
             summary = asyncio.run(measure(runtime, VOICES[engine_name], n, rounds, spread))
             print(json.dumps({"cores": "real", **summary.to_json()}, default=str), flush=True)
     finally:
@@ -286,12 +298,16 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="the real engine on this machine's cores, no simulation")
     parser.add_argument("--saturation", help="with --real: unpaced request counts to measure throughput at first")
     parser.add_argument(
+        "--of-saturation", default="", help="with --saturation: listener counts at these fractions of it (0.5,0.8)"
+    )
+    parser.add_argument(
         "--learn-under-load", type=int, default=0, metavar="N", help="learn the costs from N real listeners at once"
     )
     args = parser.parse_args()
     random.seed(args.seed)
     if args.real:
-        real_load(args.engine, args.levels or "1,2,3", args.rounds, args.spread, args.saturation)
+        levels = args.levels or ("" if args.of_saturation else "1,2,3")
+        real_load(args.engine, levels, args.rounds, args.spread, args.saturation, args.of_saturation)
         return
     if args.costs:
         with open(args.costs) as f:
