@@ -113,6 +113,31 @@ def test_load_counts_streams_per_worker() -> None:
         pool.close()
 
 
+def test_the_pool_is_crowded_while_more_streams_are_thin_than_jobs_can_run() -> None:
+    """More thin streams (``spare`` below 0) than jobs at ``threads`` can run at once: they cannot all get
+    a core at once, so none may cut its window to catch up (:func:`voxserve.stream.window_budget.next_window_s`)."""
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
+    try:
+        with pool.streaming(spare=lambda: -0.1), pool.streaming(spare=lambda: -0.1):
+            with pool.streaming(spare=lambda: 2.0):
+                assert not pool.crowded(1)  # two thin streams, two single-core jobs at once
+                assert pool.crowded(2)  # ... but one job of two threads
+            with pool.streaming(spare=lambda: -0.1):
+                assert pool.crowded(1)
+        assert not pool.crowded(None)
+    finally:
+        pool.close()
+
+    unshared = WorkerPool(2)  # no shared cores: a job slot per worker
+    try:
+        with unshared.streaming(spare=lambda: -1), unshared.streaming(spare=lambda: -1):
+            assert not unshared.crowded(None)
+            with unshared.streaming(spare=lambda: -1):
+                assert unshared.crowded(None)
+    finally:
+        unshared.close()
+
+
 async def test_shared_cores_a_lone_job_gets_them_all_concurrent_streams_one_each() -> None:
     from voxserve.engines.onnx import current_thread_budget
 

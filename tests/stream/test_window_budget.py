@@ -111,18 +111,27 @@ class _Engine:
     window_cost = _Cost()
 
 
+class _CostEngine(_Engine):
+    def __init__(self, cost: tuple[float, float]) -> None:
+        self.window_cost = type("Fit", (), {"fit": lambda _, threads: cost})()
+
+
 class _Pool:
     """What a session reads of the pool when it sizes windows: how many streams share it."""
 
     def __init__(self) -> None:
         self.streams = 1
         self.load = 1.0
+        self.thin = 0  # playing streams short of audio, beside this one
 
     def share(self, held: bool = True) -> tuple[int, float]:
         return 1, self.load
 
     def hold_limit(self, stream: object, threads: int) -> float:
         return float("inf")  # no other stream needs a core
+
+    def crowded(self, threads: int | None) -> bool:
+        return self.thin > 1  # one job slot
 
 
 def test_an_unpaced_stream_takes_the_largest_windows_only_while_alone_and_ahead() -> None:
@@ -169,6 +178,35 @@ def test_the_window_after_a_small_first_one_is_done_before_the_listener_runs_dry
     window = next_window_s(FIRST, FIRST, LARGEST, cost, load)
     assert window == start_window_s(FIRST, LARGEST, cost, 1.0)  # the window a stream alone starts with
     assert cost[0] + cost[1] * window < FIRST
+
+
+def test_windows_are_not_cut_below_the_gaining_size_while_more_streams_are_short_than_can_run() -> None:
+    """A cut window comes in time only if its stream gets a core at once. With more streams short of
+    audio than jobs that can run, they cannot all get one, and cut windows (as much context as audio)
+    would spend the cores on context: every stream cutting at once is how a load near the cores' limit
+    tips past it. Then the window stays the one that gains at the stream's load."""
+    import time
+
+    from voxserve.stream.playback import PlaybackClock
+    from voxserve.stream.session_config import SessionConfig
+    from voxserve.stream.window_budget import WindowPlanner
+
+    cost, load = (0.16, 0.3), 2.0
+    gaining = start_window_s(FIRST, LARGEST, cost, load)
+    assert next_window_s(FIRST, FIRST, LARGEST, cost, load, cut=False) == pytest.approx(gaining)
+    assert next_window_s(FIRST, FIRST, LARGEST, cost, load) < gaining  # cut, as the test above
+
+    class Pool(_Pool):
+        def share(self, held: bool = True) -> tuple[int, float]:
+            return 1, load
+
+    pool, clock = Pool(), PlaybackClock()
+    config = SessionConfig(pace=True, first_window_s=FIRST, max_window_s=LARGEST)
+    planner = WindowPlanner(cast(Engine, _CostEngine(cost)), cast(WorkerPool, pool), config, clock)
+    clock.on_audio(time.monotonic(), FIRST)
+    assert planner.next_s() == pytest.approx(start_window_s(FIRST, LARGEST, cost, 1.0), abs=0.02)  # cut
+    pool.thin = 2
+    assert planner.next_s() == pytest.approx(gaining)
 
 
 def test_a_stream_is_thin_while_the_window_that_gains_at_its_load_does_not_fit_what_it_has_coming() -> None:

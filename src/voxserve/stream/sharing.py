@@ -97,6 +97,15 @@ class CoreSharing:
             ends = [(h.started + h.job.cost, h.threads or 0) for h in running]
             return first_shortfall(self.cores, threads, needs, ends) - now
 
+    def crowded(self, threads: int | None) -> bool:
+        """Whether more playing streams are thin (:meth:`_thin`) than jobs of ``threads`` can run at once.
+        Then a stream short of audio cannot count on a core at once from streams with audio to spare, and
+        a window cut below the gaining size to come in time would only spend more of the cores on context:
+        every stream cutting at once is how a load near the cores' limit tips past it and stays there."""
+        with self._cond:
+            slots = self._workers if self.cores is None else self.cores // max(1, threads or 1)
+            return self._thin() > slots
+
     def _level(self, free: int, streams: int | None = None) -> int:
         """The widest thread level within ``free`` cores and an equal share among ``streams`` (default:
         the streams running now, :meth:`_running_streams`) (lock held)."""

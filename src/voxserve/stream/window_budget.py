@@ -77,6 +77,7 @@ def next_window_s(
     cost: tuple[float, float],
     load: float,
     hold_s: float = float("inf"),
+    cut: bool = True,
 ) -> float:
     """The next window of a stream with ``ahead_s`` of audio not yet played, at most ``max_s``.
 
@@ -87,14 +88,18 @@ def next_window_s(
     even if started at once is cut to one that can, down to the smallest first window (a stream
     alone): right after a small first window, so that a new stream's second window comes in time; and
     later, because a stream short of audio usually gets a core at once from streams with audio to
-    spare, and then gains even with the cut window. When every stream is short at once, cut windows
-    can sit at break-even (docs/benchmarks.md, "The simulation against the machine").
+    spare, and then gains even with the cut window. But only with ``cut``: when more streams are short
+    than jobs can run at once (:meth:`~voxserve.stream.sharing.CoreSharing.crowded`) they cannot all
+    get a core at once, and cut windows, which decode as much context as audio, would lower what the
+    cores make just when it is short: the load tips past the cores' limit and stays there
+    (docs/benchmarks.md, "Windows are not cut while the pool is crowded (stop 40)").
     """
     a, b = cost
     affordable = (min(max(ahead_s, 0.0) / load, hold_s) / MARGIN - a) / b
     floor = start_window_s(first_s, max_s, cost, load)
-    in_time = (ahead_s / MARGIN - a) / b
-    floor = min(floor, max(start_window_s(first_s, max_s, cost, 1.0), in_time))
+    if cut:
+        in_time = (ahead_s / MARGIN - a) / b
+        floor = min(floor, max(start_window_s(first_s, max_s, cost, 1.0), in_time))
     return min(max(affordable, floor), max_s)
 
 
@@ -151,7 +156,8 @@ class WindowPlanner:
         front = MARGIN * front_s(cost) if starts_segment else 0.0
         hold = self.pool.hold_limit(stream, threads or 1) - front
         ahead = self.clock.ahead_s(time.monotonic()) - load * front
-        window = next_window_s(ahead, cfg.first_window_s, largest, cost, load, hold)
+        cut = not self.pool.crowded(threads)
+        window = next_window_s(ahead, cfg.first_window_s, largest, cost, load, hold, cut)
         self._planned = (self.clock.audio_s, window)
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
         return window
