@@ -8,17 +8,15 @@ import pytest
 
 from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.piper import PiperEngine
-from voxserve.runtime import GPU_BATCH, Runtime, batch_policy
+from voxserve.runtime import Runtime, batch_policy
 from voxserve.settings import Settings
 from voxserve.tuning import DecodeMode, Tuning
 
 
-def test_batching_is_off_on_cpu_and_on_for_a_gpu_by_default() -> None:
-    settings = Settings(_env_file=None)
-    assert not batch_policy(settings, Tuning(), on_gpu=False).enabled
-    assert batch_policy(settings, Tuning(), on_gpu=True).max_batch == GPU_BATCH
+def test_batching_is_off_unless_the_operator_asks_for_it() -> None:
+    assert not batch_policy(Settings(_env_file=None), Tuning()).enabled
     chosen = Settings(_env_file=None, decode_batch=8)
-    policy = batch_policy(chosen, Tuning(decode_batch_wait_ms=5), on_gpu=False)
+    policy = batch_policy(chosen, Tuning(decode_batch_wait_ms=5))
     assert policy.max_batch == 8 and policy.max_wait_s == 0.005
 
 
@@ -26,7 +24,7 @@ def test_window_plan_is_quantized_only_when_batching() -> None:
     runtime = Runtime(Settings(_env_file=None))
     plain = runtime.window_config()
     assert plain.quantum_s == 0 and plain.growth > 1
-    runtime._batch = batch_policy(Settings(_env_file=None, decode_batch=4), Tuning(), on_gpu=False)
+    runtime._batch = batch_policy(Settings(_env_file=None, decode_batch=4), Tuning())
     batched = runtime.window_config()
     assert batched.quantum_s > 0 and batched.growth == 1.0
 
