@@ -6,6 +6,15 @@
 # half, two thirds and four fifths of that saturation, arriving within 2 s. Prints JSON lines, also to
 # $OUT (the device tool brings them back) or bench/results/cores.
 #   CORES="2 4 8 16" PYTHON=python3 bash bench/cores_device.sh
+#
+# On a lent GPU machine (Python 3.12, no registry; its image lacks most of voxserve's dependencies), as
+# done at stop 40 (docs/benchmarks.md, "Listeners at 2, 4, 8 and 16 real cores"):
+#   here: pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ...
+#         each dependency the image lacks, into .whl1/ .whl2/ .whl3/ (each under ~60 MiB, ignored by git),
+#         and copy the Piper voice (en_US-joe-medium.onnx and .onnx.json) into .devmodel/piper/
+#   there, one call per folder: pip install -q --no-index --no-deps --target /tmp/site .whlN/*.whl
+#   there, carrying .devmodel in the same call (a folder carried earlier does not stay):
+#     PYTHONPATH=/tmp/site:src:. VOXSERVE_CACHE_DIR=$PWD/.devmodel PYTHON=python3 bash bench/cores_device.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RESULTS="${OUT:-bench/results/cores}"
