@@ -42,6 +42,7 @@ from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
 
 log = logging.getLogger(__name__)
 
+
 def batch_policy(settings: Settings, tuning: Tuning) -> BatchPolicy:
     """Cross-stream batching of decoder windows: only where the operator asks for it (``decode_batch``).
     Batched calls made no more audio per second than single ones on a CPU nor, in two runs, on an H200

@@ -84,7 +84,7 @@ class Settings(BaseSettings):
         default=0,
         ge=0,
         le=1024,
-        description="Most decoder windows of concurrent streams in one call (0 or 1: one each, measured best on CPU and GPU).",
+        description="Most decoder windows of concurrent streams in one call (0 or 1: one each, best on CPU and GPU).",
     )
 
     piper_memory_mb: int = Field(
