@@ -100,8 +100,11 @@ def test_window_cost_is_learned_per_thread_count() -> None:
 
 
 class _Cost:
+    def __init__(self, cost: tuple[float, float] = NARROW) -> None:
+        self.cost = cost
+
     def fit(self, threads: int | None) -> tuple[float, float]:
-        return NARROW
+        return self.cost
 
 
 class _Engine:
@@ -113,7 +116,7 @@ class _Engine:
 
 class _CostEngine(_Engine):
     def __init__(self, cost: tuple[float, float]) -> None:
-        self.window_cost = type("Fit", (), {"fit": lambda _, threads: cost})()
+        self.window_cost = _Cost(cost)
 
 
 class _Pool:
