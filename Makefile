@@ -59,11 +59,13 @@ lint: install
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy src/voxserve tests
 
-# The unit tier runs on two workers (as in `make check`); the end-to-end tier runs alone, since its
-# tests play audio in real time and share the machine's cores with nothing else.
+# The unit tier and most of the end-to-end tier run on two workers: much of their time is spent waiting
+# on servers, subprocesses and timers. The end-to-end tests marked `alone` play audio in real time and
+# count stalls, so they run last, one at a time, sharing the machine's cores with nothing else.
 test: models system-deps lint plugins-venv peers-venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not e2e" -n 2
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m e2e
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "e2e and not alone" -n 2
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "e2e and alone"
 
 # The inner loop: lint, types and the unit tier (no real models, servers of real models, Whisper or browser),
 # on two pytest workers: the tier spends half its time waiting on servers and timers, not on the CPU.

@@ -12,6 +12,8 @@ from tests.server.support import PIPER, RunningServer
 
 from voxserve.cli import main
 
+pytestmark = pytest.mark.alone  # the server's admission learns from stalls
+
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

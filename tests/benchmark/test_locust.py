@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.server.support import RunningServer
+
+pytestmark = pytest.mark.alone  # the server's admission learns from stalls
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from .support import PIPER, RunningServer, ServerMaker
 from .test_ws import send, utterance
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]  # the audit line's stall_s must be 0
 
 KEY = "audit-key-5e6f7a8b9c0d"
 SECRET = "audit-jwt-secret-0123456789abcdef0123"

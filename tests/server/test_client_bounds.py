@@ -26,7 +26,7 @@ from voxserve.types import SynthesisParams
 from .support import PIPER, RunningServer, ServerMaker, SharedRuntime, server_settings
 from .test_ws import recv_json, send
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]  # rate limits and timeouts are counted in real time
 
 
 class CountingRuntime(SharedRuntime):

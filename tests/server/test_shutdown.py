@@ -23,6 +23,8 @@ from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from .support import PIPER, ServerMaker, free_port
 from .test_ws import send
 
+pytestmark = pytest.mark.alone  # drains are timed against the grace period
+
 
 def assert_told_shutting_down(ws: ClientConnection) -> None:
     """The rest of a cut WebSocket stream ends with a ``shutting_down`` error event and close 1001."""

@@ -34,7 +34,7 @@ from voxserve.server.grpc_gen import voxserve_pb2 as pb
 
 from .support import PIPER, SHORT, RunningServer
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]  # admission refuses streams when other work takes the cores
 
 RATE = 22050  # en_US-joe-medium's own rate
 LONG = mischief.LONG

@@ -144,6 +144,7 @@ def test_oversized_message_closes_1009(server: RunningServer) -> None:
         assert close_code(ws) == 1009
 
 
+@pytest.mark.alone  # the rate is counted in real time
 def test_fragments_beyond_the_rate_are_slowed_not_refused(make_server: ServerMaker) -> None:
     """An LLM may dump a buffered reply at once: the server reads it at its fragment rate (backpressure)
     and speaks all of it, instead of closing the connection."""

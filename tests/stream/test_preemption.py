@@ -23,6 +23,8 @@ from voxserve.runtime import Runtime
 from voxserve.stream.pool import WorkerPool
 from voxserve.types import SynthesisParams
 
+pytestmark = pytest.mark.alone  # it times a caller's first audio against a running stream's
+
 SIZE = 384
 
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from bench.arrival_trace import listen
 
 from voxserve.runtime import Runtime
+
+pytestmark = pytest.mark.alone  # listeners play in real time and must not stall
 
 VOICE = "en_US-joe-medium"
 LISTENERS = 4

@@ -8,12 +8,15 @@ import asyncio
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pytest
 
 from voxserve.engines.cpus import usable_cores
 from voxserve.engines.fake import FakeEngine
 from voxserve.runtime import Runtime
 
 from .speaking import speak
+
+pytestmark = pytest.mark.alone  # two streams must each get a core
 
 if TYPE_CHECKING:
     from tests.conftest import Transcriber, WordErrorRate

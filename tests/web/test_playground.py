@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import soundfile as sf
 
+pytestmark = pytest.mark.alone  # the page schedules audio in real time
+
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
