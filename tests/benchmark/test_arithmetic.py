@@ -3,6 +3,7 @@ search, the Poisson arrivals, the soak's growth, and the /metrics reader."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import statistics
 
@@ -16,7 +17,7 @@ from voxserve.benchmark.scrape import Scrape, parse, stall_delta
 from voxserve.benchmark.soak import growth
 from voxserve.benchmark.stats import LevelSummary, percentile, summarize
 from voxserve.benchmark.transports import fragments
-from voxserve.benchmark.workload import poisson_arrivals
+from voxserve.benchmark.workload import join_times, poisson_arrivals
 
 
 @pytest.mark.parametrize("q", [0, 10, 50, 90, 99, 100])
@@ -145,6 +146,60 @@ def test_poisson_arrivals_statistics() -> None:
     assert poisson_arrivals(5.0, 2000.0, random.Random(7)) == times  # the seed fixes the schedule
     with pytest.raises(ValueError):
         poisson_arrivals(0, 10, random.Random(0))
+
+
+def test_listeners_join_at_random_within_the_ramp() -> None:
+    times = join_times(2000, 2.0, random.Random(3))
+    assert times == sorted(times) and times[0] >= 0 and times[-1] < 2.0
+    counts = np.histogram(times, bins=4, range=(0.0, 2.0))[0]
+    assert list(counts) == pytest.approx([500] * 4, rel=0.15)  # uniform over the ramp, not bunched
+    assert join_times(2000, 2.0, random.Random(3)) == times  # the seed fixes them
+    assert join_times(3, 0.0, random.Random(3)) == [0.0, 0.0, 0.0]  # no ramp: a herd, on purpose
+    with pytest.raises(ValueError):
+        join_times(3, -1.0, random.Random(3))
+
+
+async def test_a_closed_loops_listeners_send_their_first_requests_at_their_join_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from voxserve.benchmark import workload
+    from voxserve.benchmark.transports import Clients
+
+    async def slow(transport: str, clients: object, job: object) -> list[tuple[float, float]]:
+        await asyncio.sleep(1.0)  # past the run's end: one request per listener
+        return [(0.01, 0.1)]
+
+    monkeypatch.setattr(workload, "speak", slow)
+    plan = workload.Plan(("http",), ("v",), ("Hello there.",), duration_s=0.6, seed=5, ramp_s=0.5)
+    progress = workload.Progress("test", 0.6, quiet=True)
+    clients = Clients("http://127.0.0.1:9", "127.0.0.1:9")
+    try:
+        records, _ = await workload.closed_loop(clients, plan, 4, {"v": 22050}, progress)
+    finally:
+        await clients.aclose()
+    expected = join_times(4, 0.5, random.Random(5))
+    assert len(records) == 4 and len(set(expected)) == 4
+    assert sorted(r.started_s for r in records) == pytest.approx(expected, abs=0.05)
+
+
+@pytest.mark.parametrize(
+    ("options", "ramp"), [([], 2.0), (["--duration", "2"], 1.0), (["--ramp", "0"], 0.0), (["--ramp", "30"], None)]
+)
+def test_the_ramp_defaults_within_the_duration_and_must_end_before_it(options: list[str], ramp: float | None) -> None:
+    import argparse
+
+    from voxserve.benchmark.command import _check, add_arguments
+    from voxserve.errors import InvalidInput
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(options)
+    if ramp is None:
+        with pytest.raises(InvalidInput, match="--ramp must be"):
+            _check(args)
+    else:
+        _check(args)
+        assert args.ramp == ramp
 
 
 def test_soak_growth_after_warmup() -> None:

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from voxserve.benchmark.transports import Clients
 
 
+RAMP_S = 2.0  # a closed loop's listeners join within this time by default: callers arriving within 1-2 s
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's options on its subparser (imports nothing heavy: the CLI builds this for every command)."""
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the server's HTTP base URL")
@@ -43,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-concurrency", dest="max_concurrency", type=int, default=256, help="capacity search cap")
     parser.add_argument("--soak", type=float, metavar="MINUTES", help="long mixed run watching the server's resources")
     parser.add_argument("--seed", type=int, default=0, help="text order and arrival times")
+    parser.add_argument("--ramp", type=float, metavar="SECONDS",
+                        help=f"listeners join at random within this time ({RAMP_S:g}, at most half the duration; "
+                        "0 sends them all at once)")  # fmt: skip
 
 
 def _numbers(text: str, kind: type[int] | type[float], name: str) -> list[float]:
@@ -69,6 +75,10 @@ def _check(args: argparse.Namespace) -> tuple[list[str], list[int], list[float]]
         raise InvalidInput("--incremental needs a positive rate")
     if args.duration <= 0:
         raise InvalidInput("--duration must be positive")
+    if args.ramp is None:
+        args.ramp = min(RAMP_S, args.duration / 2)
+    if not 0 <= args.ramp < args.duration:
+        raise InvalidInput(f"--ramp must be at least 0 and shorter than --duration ({args.duration:g} s)")
     levels = [int(n) for n in _numbers(args.concurrency, int, "--concurrency")]
     rates = _numbers(args.arrival_rate, float, "--arrival-rate") if args.arrival_rate else []
     if rates and args.find_capacity:
@@ -121,10 +131,13 @@ async def _run(
             "text_set": args.text_set,
             "incremental_tokens_per_s": args.incremental,
             "duration_s": args.duration,
+            "ramp_s": args.ramp,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         if args.soak is not None:
-            plan = Plan(tuple(transports), tuple(voices), tuple(texts), args.soak * 60, args.incremental, args.seed)
+            plan = Plan(
+                tuple(transports), tuple(voices), tuple(texts), args.soak * 60, args.incremental, args.seed, args.ramp
+            )
             soaked = await soak(clients, plan, levels[0], rates, quiet=quiet)
             summary = summarize("soak", levels[0], soaked.records, soaked.wall_s)
             print(report.level_table("+".join(voices), [summary]))
@@ -139,7 +152,9 @@ async def _run(
         server: dict[str, dict[str, object]] = {}
         capacities: dict[str, CapacityResult] = {}
         for voice in voices:
-            plan = Plan(tuple(transports), (voice,), tuple(texts), args.duration, args.incremental, args.seed)
+            plan = Plan(
+                tuple(transports), (voice,), tuple(texts), args.duration, args.incremental, args.seed, args.ramp
+            )
             measured: list[plots.Level] = series.setdefault(voice, [])
 
             async def measure(

@@ -1,6 +1,10 @@
 """Load shapes: a closed loop (N listeners, each asking again as soon as its audio has arrived) and an
 open loop (requests arriving as a Poisson process at a set rate, however busy the server is).
 
+A closed loop's listeners join at random moments within the plan's ``ramp_s`` (seeded), as callers
+do: N requests sent in the same millisecond are a herd no traffic makes, whose first audio all falls
+due at once. ``ramp_s`` 0 sends them so, to measure exactly that.
+
 Requests take the plan's texts in a shuffled order and cycle through its transports and voices, so a
 run may mix them (the soak does). No request starts after ``duration_s``; those in flight finish.
 """
@@ -30,6 +34,15 @@ class Plan:
     duration_s: float
     tokens_per_s: float | None = None
     seed: int = 0
+    ramp_s: float = 0.0  # a closed loop's listeners join within this many seconds of its start
+
+
+def join_times(listeners: int, ramp_s: float, rng: random.Random) -> list[float]:
+    """When each of a closed loop's ``listeners`` sends its first request: uniformly at random in
+    ``[0, ramp_s)``, in order (all at 0 when ``ramp_s`` is 0)."""
+    if ramp_s < 0:
+        raise ValueError("ramp must not be negative")
+    return sorted(rng.uniform(0.0, ramp_s) if ramp_s else 0.0 for _ in range(listeners))
 
 
 def poisson_arrivals(rate: float, duration_s: float, rng: random.Random) -> list[float]:
@@ -136,18 +149,21 @@ async def _with_progress(progress: Progress, work: Awaitable[object]) -> tuple[l
 async def closed_loop(
     clients: Clients, plan: Plan, concurrency: int, rates: dict[str, int], progress: Progress
 ) -> tuple[list[RequestRecord], float]:
-    """``concurrency`` listeners for ``plan.duration_s``; returns the records and the wall time."""
+    """``concurrency`` listeners, joining within ``plan.ramp_s``, until ``plan.duration_s``; returns the
+    records and the wall time."""
     requests = _Requests(clients, plan, rates, progress)
     deadline = requests.run0 + plan.duration_s
+    joins = join_times(concurrency, plan.ramp_s, random.Random(plan.seed))
 
-    async def listener() -> None:
+    async def listener(join_s: float) -> None:
+        await asyncio.sleep(max(0.0, requests.run0 + join_s - time.perf_counter()))
         while time.perf_counter() < deadline:
             if not (await requests.one(concurrency)).ok:
                 # a refused listener (503 at capacity) waits before asking again, as a client should,
                 # instead of turning the loop into a storm of refusals
                 await asyncio.sleep(FAILED_PAUSE_S)
 
-    work = asyncio.gather(*(listener() for _ in range(concurrency)))
+    work = asyncio.gather(*(listener(join_s) for join_s in joins))
     return await _with_progress(progress, work)
 
 
