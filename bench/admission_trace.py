@@ -30,13 +30,9 @@ import time
 from collections.abc import Callable
 from typing import cast
 
-import uvicorn
-
+from bench.in_process import start_server
 from voxserve.engines.windowing import WindowCost
 from voxserve.runtime import Runtime
-from voxserve.server.app import create_app
-from voxserve.server.run import uvicorn_config
-from voxserve.settings import Settings
 from voxserve.stream.jobs import Hold
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.window_budget import MARGIN
@@ -149,14 +145,8 @@ def main() -> None:
     parser.add_argument("--output", default="bench-results/admission-trace")
     args = parser.parse_args()
 
-    settings = Settings(_env_file=None, port=args.port, grpc_port=args.port + 1, rate_limit_per_minute=0)
-    app = create_app(settings)
-    state = app.state.vox
+    state, settings, server = start_server(args.port)
     runtime = cast(Runtime, state.runtime)  # the real one: create_app builds it from the settings
-    server = uvicorn.Server(uvicorn_config(settings, app, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not state.lifecycle.ready:  # as /readyz: after loading and the heap settled
-        time.sleep(0.2)
     found = runtime.engine_for(args.voice)
     engine = found.name
     sizes = _WindowSizes(found.window_cost) if found.window_cost is not None else None

@@ -17,17 +17,12 @@ import argparse
 import collections
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-import uvicorn
-
+from bench.in_process import start_server
 from voxserve.engines.onnx import current_thread_budget
-from voxserve.server.app import create_app
-from voxserve.server.run import uvicorn_config
-from voxserve.settings import Settings
 from voxserve.stream import session as session_module
 from voxserve.stream.playback import PlaybackClock
 
@@ -106,13 +101,7 @@ def main() -> None:
     parser.add_argument("--output", default="bench-results/stall-timeline")
     args = parser.parse_args()
 
-    settings = Settings(_env_file=None, port=args.port, grpc_port=args.port + 1, rate_limit_per_minute=0)
-    app = create_app(settings)
-    state = app.state.vox
-    server = uvicorn.Server(uvicorn_config(settings, app, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not state.lifecycle.ready:
-        time.sleep(0.2)
+    _, _, server = start_server(args.port)
     timelines = _Timelines()
     _watch(timelines)
     timelines.start()

@@ -12,12 +12,12 @@ import pytest
 
 from voxserve.benchmark import corpus
 from voxserve.benchmark.capacity import CapacityTarget, find_capacity
-from voxserve.benchmark.records import PcmCounter, record_from_arrivals
+from voxserve.benchmark.records import PcmCounter, RequestRecord, record_from_arrivals
 from voxserve.benchmark.scrape import Scrape, parse, stall_delta
 from voxserve.benchmark.soak import growth
 from voxserve.benchmark.stats import LevelSummary, percentile, summarize
 from voxserve.benchmark.transports import fragments
-from voxserve.benchmark.workload import join_times, poisson_arrivals
+from voxserve.benchmark.workload import Plan, join_times, poisson_arrivals
 
 
 @pytest.mark.parametrize("q", [0, 10, 50, 90, 99, 100])
@@ -159,24 +159,31 @@ def test_listeners_join_at_random_within_the_ramp() -> None:
         join_times(3, -1.0, random.Random(3))
 
 
+async def _closed_loop(plan: Plan, listeners: int) -> list[RequestRecord]:
+    """A closed loop of ``listeners`` on ``plan`` (with ``workload.speak`` patched by the caller): its records."""
+    from voxserve.benchmark import workload
+    from voxserve.benchmark.transports import Clients
+
+    progress = workload.Progress("test", plan.duration_s, quiet=True)
+    clients = Clients("http://127.0.0.1:9", "127.0.0.1:9")
+    try:
+        records, _ = await workload.closed_loop(clients, plan, listeners, {"v": 22050}, progress)
+    finally:
+        await clients.aclose()
+    return records
+
+
 async def test_a_closed_loops_listeners_send_their_first_requests_at_their_join_times(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from voxserve.benchmark import workload
-    from voxserve.benchmark.transports import Clients
 
     async def slow(transport: str, clients: object, job: object) -> list[tuple[float, float]]:
         await asyncio.sleep(1.0)  # past the run's end: one request per listener
         return [(0.01, 0.1)]
 
     monkeypatch.setattr(workload, "speak", slow)
-    plan = workload.Plan(("http",), ("v",), ("Hello there.",), duration_s=0.6, seed=5, ramp_s=0.5)
-    progress = workload.Progress("test", 0.6, quiet=True)
-    clients = Clients("http://127.0.0.1:9", "127.0.0.1:9")
-    try:
-        records, _ = await workload.closed_loop(clients, plan, 4, {"v": 22050}, progress)
-    finally:
-        await clients.aclose()
+    records = await _closed_loop(workload.Plan(("http",), ("v",), ("Hi.",), duration_s=0.6, seed=5, ramp_s=0.5), 4)
     expected = join_times(4, 0.5, random.Random(5))
     assert len(records) == 4 and len(set(expected)) == 4
     assert sorted(r.started_s for r in records) == pytest.approx(expected, abs=0.05)
@@ -246,7 +253,7 @@ def test_fragments_resemble_llm_tokens() -> None:
 
 async def test_a_refused_listener_waits_before_asking_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from voxserve.benchmark import workload
-    from voxserve.benchmark.transports import Clients, TransportError
+    from voxserve.benchmark.transports import TransportError
 
     calls: list[str] = []
 
@@ -256,12 +263,6 @@ async def test_a_refused_listener_waits_before_asking_again(monkeypatch: pytest.
 
     monkeypatch.setattr(workload, "speak", refuse)
     monkeypatch.setattr(workload, "FAILED_PAUSE_S", 0.2)
-    plan = workload.Plan(("http",), ("v",), ("Hello there.",), duration_s=0.5)
-    progress = workload.Progress("test", 0.5, quiet=True)
-    clients = Clients("http://127.0.0.1:9", "127.0.0.1:9")
-    try:
-        records, _ = await workload.closed_loop(clients, plan, 2, {"v": 22050}, progress)
-    finally:
-        await clients.aclose()
+    records = await _closed_loop(workload.Plan(("http",), ("v",), ("Hello there.",), duration_s=0.5), 2)
     assert 4 <= len(calls) <= 8  # two listeners, one request each per 0.2 s pause, not a tight loop
     assert all(not r.ok and "503" in (r.error or "") for r in records)
