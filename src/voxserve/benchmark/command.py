@@ -62,7 +62,8 @@ def _numbers(text: str, kind: type[int] | type[float], name: str) -> list[float]
 
 
 def _check(args: argparse.Namespace) -> tuple[list[str], list[int], list[float]]:
-    """Refuse contradictory or impossible options before any request is sent."""
+    """Refuse contradictory or impossible options before any request is sent, and fill in the default that
+    depends on another option (the ramp: within the duration)."""
     from voxserve.benchmark.transports import TRANSPORTS
 
     transports = [t.strip() for t in args.transport.split(",") if t.strip()]
