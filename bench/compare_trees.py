@@ -68,6 +68,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--incremental", type=float, default=None, help="tokens per second (ws, grpc)")
+    parser.add_argument("--saturation", type=int, default=None, help="unpaced listeners measured first (bench)")
     parser.add_argument("--port", type=int, default=18600)
     parser.add_argument("--output", type=Path, default=ROOT / "bench/results/compare_trees")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for both servers")
@@ -90,6 +91,8 @@ def main() -> None:
             command += ["--output", str(out), "--seed", str(n)]
             if args.incremental:
                 command += ["--incremental", str(args.incremental)]
+            if args.saturation:
+                command += ["--saturation", str(args.saturation)]
             result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
             failure = f"\n(exit {result.returncode}) {result.stderr.strip()[-400:]}" if result.returncode else ""
             rss = _rss_mib(args.port)

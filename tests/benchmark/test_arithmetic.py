@@ -4,6 +4,7 @@ search, the Poisson arrivals, the soak's growth, and the /metrics reader."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import statistics
 
@@ -64,11 +65,13 @@ def test_record_counts_underruns_where_the_listener_runs_dry() -> None:
     assert record.underrun_s == pytest.approx(1.0)
     assert record.underrun_at_s == pytest.approx((0.3, 1.5))
     assert record.stalled
+    # its listener hears the last of it 0.1 (first audio) + 1.9 (audio) + 1.0 (waits) s after the request
+    assert record.played_s == pytest.approx(3.0)
 
 
 def test_record_without_audio_is_a_failure() -> None:
     record = record_from_arrivals([], transport="grpc", voice="v", chars=5, started_s=0.0, error="no audio")
-    assert not record.ok and record.first_audio_s is None and record.rtf is None
+    assert not record.ok and record.first_audio_s is None and record.rtf is None and record.played_s == 0
 
 
 def _level(n: int, first_audio: list[float], stalled: int = 0, errors: int = 0) -> LevelSummary:
@@ -259,6 +262,7 @@ async def test_a_refused_listener_waits_before_asking_again(monkeypatch: pytest.
 
     async def refuse(transport: str, clients: object, job: object) -> list[tuple[float, float]]:
         calls.append(transport)
+        await asyncio.sleep(0.05)
         raise TransportError("HTTP 503: server at capacity")
 
     monkeypatch.setattr(workload, "speak", refuse)
@@ -266,3 +270,64 @@ async def test_a_refused_listener_waits_before_asking_again(monkeypatch: pytest.
     records = await _closed_loop(workload.Plan(("http",), ("v",), ("Hello there.",), duration_s=0.5), 2)
     assert 4 <= len(calls) <= 8  # two listeners, one request each per 0.2 s pause, not a tight loop
     assert all(not r.ok and "503" in (r.error or "") for r in records)
+    # each record says how long its refusal took, and the level's summary their spread
+    assert all(r.failed_after_s == pytest.approx(0.05, abs=0.04) for r in records)
+    assert summarize("c=2", 2, records, 0.5).failed_after_s.p90 == pytest.approx(0.05, abs=0.04)
+
+
+@pytest.mark.parametrize("play", [True, False])
+async def test_a_listener_that_plays_asks_again_once_its_reply_has_played(
+    monkeypatch: pytest.MonkeyPatch, play: bool
+) -> None:
+    from voxserve.benchmark import workload
+
+    async def reply(transport: str, clients: object, job: object) -> list[tuple[float, float]]:
+        await asyncio.sleep(0.05)
+        return [(0.05, 0.3)]  # 0.3 s of audio 0.05 s after the request: played 0.35 s after it
+
+    monkeypatch.setattr(workload, "speak", reply)
+    records = await _closed_loop(workload.Plan(("http",), ("v",), ("Hi.",), duration_s=1.0, play=play), 1)
+    starts = sorted(r.started_s for r in records)
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    if play:  # asks at 0, 0.35 and 0.7 s; the next would be past the run's end
+        assert len(records) == 3 and gaps == pytest.approx([0.35, 0.35], abs=0.04)
+    else:  # asks again as soon as the audio has arrived, every 0.05 s
+        assert len(records) >= 12 and max(gaps) < 0.1
+
+
+def test_levels_show_their_share_of_the_saturation_measured_in_the_same_run() -> None:
+    from voxserve.benchmark.report import level_table
+
+    saturation, level = _level(8, [0.1] * 40), _level(4, [0.1] * 10)  # 80 and 20 audio seconds in 10 s
+    rows = level_table("v", [level], saturation).splitlines()
+    assert rows[1].endswith("of sat") and "c=8" in rows[2] and "c=4" in rows[3]
+    assert rows[2].endswith(" 100%") and rows[3].endswith(" 25%")
+    assert "of sat" not in level_table("v", [level])  # no saturation measured: no share
+
+
+@pytest.mark.parametrize("options", [["--saturation", "0"], ["--saturation", "4", "--soak", "1"]])
+def test_saturation_needs_listeners_and_no_soak(options: list[str]) -> None:
+    import argparse
+
+    from voxserve.benchmark.command import _check, add_arguments
+    from voxserve.errors import InvalidInput
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(InvalidInput, match="--saturation"):
+        _check(parser.parse_args(options))
+
+
+def test_the_capacity_line_gives_the_share_of_the_saturation() -> None:
+    from voxserve.benchmark.capacity import CapacityResult, Verdict
+    from voxserve.benchmark.report import capacity_line
+
+    levels = (_level(1, [0.1]), _level(8, [0.1] * 20), _level(4, [0.1] * 10))  # 4 held, after 8 failed
+    result = CapacityResult(
+        4, 0.1, 0.3, (Verdict(1, True, "held"), Verdict(8, False, "x"), Verdict(4, True, "held")), levels
+    )
+    saturation = _level(8, [0.1] * 40)  # 8 audio seconds a second, of which the 4 listeners took 2
+    assert capacity_line("v", result, saturation).startswith(
+        "capacity v: 4 concurrent listeners, 25% of the saturation ("
+    )
+    assert capacity_line("v", result).startswith("capacity v: 4 concurrent listeners (")

@@ -38,7 +38,7 @@ def _check_records(records: list[dict[str, Any]], transports: set[str]) -> None:
 
 @pytest.mark.parametrize(
     ("transports", "options"),
-    [("http", ()), ("ws,grpc", ("--incremental", "40"))],
+    [("http", ("--saturation", "2")), ("ws,grpc", ("--incremental", "40"))],
     ids=["http-whole", "ws-grpc-incremental"],
 )
 def test_bench_writes_results_and_plots(
@@ -53,13 +53,22 @@ def test_bench_writes_results_and_plots(
     assert 0 <= summary["stall_rate"] <= 1
     assert summary["throughput"] == pytest.approx(summary["audio_s_total"] / summary["wall_s"])
     _check_records(level["records"], set(transports.split(",")))
+    if "--saturation" in options:  # two unpaced listeners measured first: the most audio a second, in this run
+        saturation = series["saturation"]
+        assert saturation["concurrency"] == 2 and saturation["errors"] == 0
+        assert saturation["throughput"] > summary["throughput"] > 0
+    else:
+        assert series["saturation"] is None
     for name in ("first_audio_cdf", "first_audio_vs_concurrency", "stall_rate_vs_concurrency", "throughput"):
         assert (tmp_path / f"{name}.png").read_bytes().startswith(PNG)
 
 
 def test_soak_mixes_transports_and_reads_the_server_resources(bench_server: RunningServer, tmp_path: Path) -> None:
-    # two listeners and the soak's fault-provoking client: within the server's capacity
-    data = _bench(bench_server, tmp_path, "--soak", "0.04", "--transport", "http,ws,grpc", "--concurrency", "2")
+    # two listeners and the soak's fault-provoking client: within the server's capacity; unpaced, so that
+    # every transport gets its turn within the 2.4 s
+    data = _bench(
+        bench_server, tmp_path, "--soak", "0.04", "--transport", "http,ws,grpc", "--concurrency", "2", "--unpaced"
+    )
     soak = data["soak"]
     assert isinstance(soak, dict)
     _check_records(soak["records"], {"http", "ws", "grpc"})

@@ -10,6 +10,7 @@ import logging
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -31,6 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", default="http", help="http, ws or grpc; several (http,ws) alternate")
     parser.add_argument("--voice", help="voice id; several (a,b) are measured one after another (default: first)")
     parser.add_argument("--concurrency", default="1", help="listeners, or a list of levels: 1,4,8,16")
+    parser.add_argument("--unpaced", action="store_true",
+                        help="listeners ask again as soon as the audio has arrived, without playing it")  # fmt: skip
+    parser.add_argument("--saturation", type=int, metavar="N",
+                        help="first measure N unpaced listeners (saturation); levels show their share")  # fmt: skip
     parser.add_argument("--arrival-rate", dest="arrival_rate", help="open loop: Poisson requests per second (list ok)")
     parser.add_argument("--duration", type=float, default=30.0, help="seconds per level (default 30)")
     parser.add_argument("--text-set", dest="text_set", default="short", help="short, long, zh, ja (shipped texts)")
@@ -84,6 +89,8 @@ def _check(args: argparse.Namespace) -> tuple[list[str], list[int], list[float]]
     rates = _numbers(args.arrival_rate, float, "--arrival-rate") if args.arrival_rate else []
     if rates and args.find_capacity:
         raise InvalidInput("--find-capacity raises the concurrency; it does not combine with --arrival-rate")
+    if args.saturation is not None and (args.saturation < 1 or args.soak is not None):
+        raise InvalidInput("--saturation takes a number of unpaced listeners (1 or more), and no --soak")
     return transports, levels, rates
 
 
@@ -123,6 +130,7 @@ async def _run(
         except Exception as exc:  # any failure to reach the server is the same message to the user
             raise InvalidInput(f"cannot read the voice list from {args.url}: {exc}") from None
         rates = {voice: rate for voice, (_, rate) in catalogue.items()}
+        play = not args.unpaced
         voices = _voices(args.voice, catalogue, one_per_engine=args.soak is not None)
         results: dict[str, object] = {
             "command": shlex.join(["voxserve", *sys.argv[1:]]),
@@ -133,12 +141,12 @@ async def _run(
             "incremental_tokens_per_s": args.incremental,
             "duration_s": args.duration,
             "ramp_s": args.ramp,
+            "listeners_play": play,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         if args.soak is not None:
-            plan = Plan(
-                tuple(transports), tuple(voices), tuple(texts), args.soak * 60, args.incremental, args.seed, args.ramp
-            )
+            plan = Plan(tuple(transports), tuple(voices), tuple(texts), args.soak * 60, args.incremental,
+                        args.seed, args.ramp, play)  # fmt: skip
             soaked = await soak(clients, plan, levels[0], rates, quiet=quiet)
             summary = summarize("soak", levels[0], soaked.records, soaked.wall_s)
             print(report.level_table("+".join(voices), [summary]))
@@ -152,11 +160,15 @@ async def _run(
         series: dict[str, list[plots.Level]] = {}
         server: dict[str, dict[str, object]] = {}
         capacities: dict[str, CapacityResult] = {}
+        saturation: dict[str, LevelSummary] = {}
         for voice in voices:
-            plan = Plan(
-                tuple(transports), (voice,), tuple(texts), args.duration, args.incremental, args.seed, args.ramp
-            )
+            plan = Plan(tuple(transports), (voice,), tuple(texts), args.duration, args.incremental, args.seed,
+                        args.ramp, play)  # fmt: skip
             measured: list[plots.Level] = series.setdefault(voice, [])
+            if args.saturation:
+                progress = Progress(f"{voice} saturation c={args.saturation}", plan.duration_s, quiet=quiet)
+                records, wall = await closed_loop(clients, replace(plan, play=False), args.saturation, rates, progress)
+                saturation[voice] = summarize(f"sat c={args.saturation}", args.saturation, records, wall)
 
             async def measure(
                 n: int,
@@ -192,9 +204,10 @@ async def _run(
                 for n in levels:
                     await measure(n)
             measured.sort(key=lambda level: level.summary.concurrency)
-            print(report.level_table(voice, [level.summary for level in measured]))
+            sat = saturation.get(voice)
+            print(report.level_table(voice, [level.summary for level in measured], sat))
             if voice in capacities:
-                print(report.capacity_line(voice, capacities[voice]))
+                print(report.capacity_line(voice, capacities[voice], sat))
         results["series"] = [
             {
                 "voice": voice,
@@ -207,6 +220,7 @@ async def _run(
                     for level in levels_
                 ],
                 "capacity": _capacity_json(capacities.get(voice)),
+                "saturation": saturation[voice].to_json() if voice in saturation else None,
             }
             for voice, levels_ in series.items()
         ]

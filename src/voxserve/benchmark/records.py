@@ -55,6 +55,7 @@ class RequestRecord:
     concurrency: int = 0
     error: str | None = None
     underrun_at_s: tuple[float, ...] = field(default=())
+    failed_after_s: float | None = None  # a failed request: seconds from the request to its error
 
     @property
     def ok(self) -> bool:
@@ -63,6 +64,14 @@ class RequestRecord:
     @property
     def stalled(self) -> bool:
         return self.underruns > 0
+
+    @property
+    def played_s(self) -> float:
+        """Seconds from the request to the end of its playback: the first audio, then the audio and every
+        wait for more of it (0 when no audio came)."""
+        if self.first_audio_s is None:
+            return 0.0
+        return self.first_audio_s + self.audio_s + self.underrun_s
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -79,8 +88,10 @@ def record_from_arrivals(
     started_s: float,
     concurrency: int = 0,
     error: str | None = None,
+    failed_after_s: float | None = None,
 ) -> RequestRecord:
-    """A record from ``(seconds since the request, audio seconds)`` pairs in arrival order."""
+    """A record from ``(seconds since the request, audio seconds)`` pairs in arrival order; a failed one
+    also says how long the error took (``failed_after_s``: a refusal at capacity should come at once)."""
     clock = replay(arrivals)
     audio_s = clock.audio_s
     first = clock.first_at
@@ -99,4 +110,5 @@ def record_from_arrivals(
         concurrency=concurrency,
         error=error,
         underrun_at_s=tuple(round(stall.at_s, 3) for stall in clock.stalls),
+        failed_after_s=failed_after_s if error is not None else None,
     )

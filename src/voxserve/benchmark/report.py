@@ -18,27 +18,39 @@ def _spread_ms(spread: Spread) -> str:
     return f"{_ms(spread.p50):>6} {_ms(spread.p90):>6} {_ms(spread.p99):>6}"
 
 
-def level_table(voice: str, levels: Sequence[LevelSummary]) -> str:
-    """One row per level: first and last audio P50/P90/P99 (ms), RTF P50/P90, stall rate, throughput."""
+def level_table(voice: str, levels: Sequence[LevelSummary], saturation: LevelSummary | None = None) -> str:
+    """One row per level: failed requests and their P90 time to fail (ms), first and last audio P50/P90/P99
+    (ms), RTF P50/P90, stall rate, throughput.
+
+    With a ``saturation`` level (unpaced listeners, measured in the same run), it comes first, and each
+    level's throughput is also shown as a share of its throughput ("of sat")."""
     head = (
-        f"{voice}\n{'level':>10} {'reqs':>5} {'fail':>4} | {'first audio ms P50/P90/P99':^20} | "
+        f"{voice}\n{'level':>10} {'reqs':>5} {'fail':>4} {'in ms':>5} | {'first audio ms P50/P90/P99':^20} | "
         f"{'last audio ms P50/P90/P99':^20} | {'RTF P50/P90':^11} | {'stalled':>7} {'stall s':>7} | {'audio/s':>7}"
     )
-    rows = [head]
-    for s in levels:
+    rows = [head + (f" {'of sat':>6}" if saturation else "")]
+    for s in ([saturation] if saturation else []) + list(levels):
         rtf = "-" if s.rtf.p50 is None else f"{s.rtf.p50:.2f}/{(s.rtf.p90 or 0):.2f}"
+        share = f" {s.throughput / saturation.throughput:>6.0%}" if saturation and saturation.throughput else ""
         rows.append(
-            f"{s.label:>10} {s.requests:>5} {s.errors:>4} | {_spread_ms(s.first_audio_s)} | "
-            f"{_spread_ms(s.last_audio_s)} | {rtf:>11} | {s.stall_rate:>7.1%} {s.underrun_s_total:>7.2f} | "
-            f"{s.throughput:>7.2f}"
+            f"{s.label:>10} {s.requests:>5} {s.errors:>4} {_ms(s.failed_after_s.p90):>5} | "
+            f"{_spread_ms(s.first_audio_s)} | {_spread_ms(s.last_audio_s)} | {rtf:>11} | "
+            f"{s.stall_rate:>7.1%} {s.underrun_s_total:>7.2f} | "
+            f"{s.throughput:>7.2f}{share}"
         )
     return "\n".join(rows)
 
 
-def capacity_line(voice: str, result: CapacityResult) -> str:
+def capacity_line(voice: str, result: CapacityResult, saturation: LevelSummary | None = None) -> str:
+    """The search's answer, each level's verdict, and with a ``saturation`` level the share of it that the
+    largest level that held delivered."""
     tried = ", ".join(f"{v.concurrency}: {v.reason}" for v in result.verdicts)
+    held = [s for s in result.levels if s.concurrency == result.capacity and result.capacity]
+    share = ""
+    if held and saturation is not None and saturation.throughput:
+        share = f", {held[-1].throughput / saturation.throughput:.0%} of the saturation"
     return (
-        f"capacity {voice}: {result.capacity} concurrent listeners (lone first audio "
+        f"capacity {voice}: {result.capacity} concurrent listeners{share} (lone first audio "
         f"{_ms(result.lone_first_audio_s)} ms, limit {_ms(result.first_audio_limit_s)} ms; {tried})"
     )
 

@@ -58,6 +58,7 @@ class LevelSummary:
     wall_s: float
     throughput: float  # seconds of audio received per second of wall time
     requests_per_s: float
+    failed_after_s: Spread  # how long the failed requests took to fail (a refusal: at once)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -81,4 +82,5 @@ def summarize(label: str, concurrency: int, records: Sequence[RequestRecord], wa
         wall_s=wall_s,
         throughput=audio / wall_s if wall_s > 0 else 0.0,
         requests_per_s=len(done) / wall_s if wall_s > 0 else 0.0,
+        failed_after_s=Spread.of([r.failed_after_s for r in records if not r.ok and r.failed_after_s is not None]),
     )

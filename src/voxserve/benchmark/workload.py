@@ -1,5 +1,11 @@
-"""Load shapes: a closed loop (N listeners, each asking again as soon as its audio has arrived) and an
-open loop (requests arriving as a Poisson process at a set rate, however busy the server is).
+"""Load shapes: a closed loop (N listeners, each asking again once it has played its audio, or, unpaced, as
+soon as the audio has arrived) and an open loop (requests arriving as a Poisson process at a set rate,
+however busy the server is).
+
+A listener that plays (``Plan.play``) is the caller a voice agent or a screen reader has: it plays each
+reply in real time from its first byte, waits out any underrun, and asks again when the reply has played.
+N such listeners ask for about N seconds of audio a second: what "N listeners" means to an operator.
+Unpaced listeners ask for as much audio as the server makes: N of them measure its saturation.
 
 A closed loop's listeners join at random moments within the plan's ``ramp_s`` (seeded), as callers
 do: N requests sent in the same millisecond are a herd no traffic makes, whose first audio all falls
@@ -35,6 +41,7 @@ class Plan:
     tokens_per_s: float | None = None
     seed: int = 0
     ramp_s: float = 0.0  # a closed loop's listeners join within this many seconds of its start
+    play: bool = False  # a closed loop's listeners play each reply before asking again (else: unpaced)
 
 
 def join_times(listeners: int, ramp_s: float, rng: random.Random) -> list[float]:
@@ -122,6 +129,7 @@ class _Requests:
             error = f"{type(exc).__name__}: {exc}"[:300]
         finally:
             self.progress.in_flight -= 1
+        failed_after = time.perf_counter() - self.run0 - started
         record = record_from_arrivals(
             arrivals,
             transport=transport,
@@ -130,6 +138,7 @@ class _Requests:
             started_s=started,
             concurrency=concurrency,
             error=error,
+            failed_after_s=failed_after,
         )
         self.progress.records.append(record)
         return record
@@ -150,7 +159,8 @@ async def closed_loop(
     clients: Clients, plan: Plan, concurrency: int, rates: dict[str, int], progress: Progress
 ) -> tuple[list[RequestRecord], float]:
     """``concurrency`` listeners, joining within ``plan.ramp_s``, until ``plan.duration_s``; returns the
-    records and the wall time."""
+    records and the wall time. A listener that plays (``plan.play``) asks again when its reply has played,
+    or at the run's end, whichever comes first."""
     requests = _Requests(clients, plan, rates, progress)
     deadline = requests.run0 + plan.duration_s
     joins = join_times(concurrency, plan.ramp_s, random.Random(plan.seed))
@@ -158,10 +168,14 @@ async def closed_loop(
     async def listener(join_s: float) -> None:
         await asyncio.sleep(max(0.0, requests.run0 + join_s - time.perf_counter()))
         while time.perf_counter() < deadline:
-            if not (await requests.one(concurrency)).ok:
+            record = await requests.one(concurrency)
+            if not record.ok:
                 # a refused listener (503 at capacity) waits before asking again, as a client should,
                 # instead of turning the loop into a storm of refusals
                 await asyncio.sleep(FAILED_PAUSE_S)
+            elif plan.play:
+                played = requests.run0 + record.started_s + record.played_s
+                await asyncio.sleep(max(0.0, min(played, deadline) - time.perf_counter()))
 
     work = asyncio.gather(*(listener(join_s) for join_s in joins))
     return await _with_progress(progress, work)
