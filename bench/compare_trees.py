@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--incremental", type=float, default=None, help="tokens per second (ws, grpc)")
     parser.add_argument("--saturation", type=int, default=None, help="unpaced listeners measured first (bench)")
+    parser.add_argument("--text-set", dest="text_set", default="short", help="the bench's texts (short, long, ...)")
     parser.add_argument("--port", type=int, default=18600)
     parser.add_argument("--output", type=Path, default=ROOT / "bench/results/compare_trees")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for both servers")
@@ -88,7 +89,7 @@ def main() -> None:
             command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
             command += ["--grpc-target", f"127.0.0.1:{args.port + 1}", "--transport", args.transport]
             command += ["--voice", args.voice, "--concurrency", args.levels, "--duration", str(args.duration)]
-            command += ["--output", str(out), "--seed", str(n)]
+            command += ["--output", str(out), "--seed", str(n), "--text-set", args.text_set]
             if args.incremental:
                 command += ["--incremental", str(args.incremental)]
             if args.saturation:
