@@ -45,10 +45,10 @@ def capacity_line(voice: str, result: CapacityResult, saturation: LevelSummary |
     """The search's answer, each level's verdict, and with a ``saturation`` level the share of it that the
     largest level that held delivered."""
     tried = ", ".join(f"{v.concurrency}: {v.reason}" for v in result.verdicts)
-    held = [s for s in result.levels if s.concurrency == result.capacity and result.capacity]
+    held = next((s for s in reversed(result.levels) if s.concurrency == result.capacity), None)
     share = ""
-    if held and saturation is not None and saturation.throughput:
-        share = f", {held[-1].throughput / saturation.throughput:.0%} of the saturation"
+    if result.capacity and held is not None and saturation is not None and saturation.throughput:
+        share = f", {held.throughput / saturation.throughput:.0%} of the saturation"
     return (
         f"capacity {voice}: {result.capacity} concurrent listeners{share} (lone first audio "
         f"{_ms(result.lone_first_audio_s)} ms, limit {_ms(result.first_audio_limit_s)} ms; {tried})"
