@@ -57,7 +57,7 @@ serve: models
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
-	$(BIN)/mypy src/voxserve tests
+	$(BIN)/mypy src/voxserve tests bench
 
 # The unit tier and most of the end-to-end tier run on two workers: much of their time is spent waiting
 # on servers, subprocesses and timers. The end-to-end tests marked `alone` play audio in real time and

@@ -5,8 +5,8 @@ calls stopped so far for a late job (with the core-seconds they had held: work m
 sizes of the decoder windows the voice's engine decoded: a window decodes its context on both sides as
 well as its audio, so a load that keeps windows small spends much of its work on context.
 
-At the start it prints a stream's share and what a stream is booked at in a cold burst (before the core
-meter's first sample: its first job's cost, ``capacity.ramp_factor``).
+At the start it prints a stream's window share and what a stream is booked at before the core meter's
+first sample (its first job's cost, ``capacity.ramp_factor``).
 
 The server runs in this process (the app and uvicorn in a thread, default settings but the rate limit)
 so that the admission controller and the runtime can be read directly; the load comes from a
@@ -150,9 +150,9 @@ def main() -> None:
     found = runtime.engine_for(args.voice)
     engine = found.name
     sizes = _WindowSizes(found.window_cost) if found.window_cost is not None else None
-    alone, burst = runtime.stream_share(engine), runtime.stream_share(engine, streams=runtime.pool.cores or 1)
-    if alone and burst:  # before the meter's first sample a burst is booked at its first jobs' cost
-        print(f"share before any stream: {alone:.4f}, in a cold burst {burst:.4f} ({burst / alone:.2f}x)", flush=True)
+    windows, cold = runtime.window_share(engine), runtime.stream_share(engine)
+    if windows and cold:  # before the meter's first sample a stream is booked at its first job's cost
+        print(f"window share {windows:.4f}, booked before any stream is measured {cold:.4f}", flush=True)
     stopped = _Preemptions(runtime.pool)
     jobs = _JobTimes(runtime.pool)
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]

@@ -49,7 +49,7 @@ async def _run_once(runtime: Runtime, voice: str, text: str) -> tuple[float, flo
 
 
 def bench_engine(engine: str, threads: int, runs: int, mode: str) -> dict[str, float]:
-    settings = Settings(_env_file=None, engines=[engine], intra_op_threads=threads)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, engines=[engine], intra_op_threads=threads)
     runtime = Runtime(settings, Tuning(worker_threads=1, decode_mode=mode))  # type: ignore[arg-type]
     t0 = time.perf_counter()
     runtime.load(warm=True)

@@ -181,7 +181,7 @@ def main() -> None:
     parser.add_argument("--precision", choices=["int8", "fp32", "fp32-conv2d"], default="int8")
     parser.add_argument("--skip-piper", action="store_true")
     args = parser.parse_args()
-    store = ModelStore(Settings(_env_file=None))  # type: ignore[call-arg]
+    store = ModelStore(Settings(_env_file=None))
     factory = SessionFactory(["cpu"], args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         graphs = Path(tmp)

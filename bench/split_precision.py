@@ -25,10 +25,10 @@ from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.engines.onnx import SessionFactory
 from voxserve.models import ModelStore
-from voxserve.models.graphs import build_split_graphs
+from voxserve.models.graphs import SplitPrecision, build_split_graphs
 from voxserve.settings import Settings
 
-VARIANTS = ("int8", "fp32", "fp32-conv2d", "fp16")
+VARIANTS: tuple[SplitPrecision, ...] = ("int8", "fp32", "fp32-conv2d", "fp16")
 
 
 def main() -> None:
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=120)
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
-    store = ModelStore(Settings(_env_file=None))  # type: ignore[call-arg]
+    store = ModelStore(Settings(_env_file=None))
     ids = np.array([KOKORO_VOCAB[c] for c in kokoro_phonemes(REPLY)], dtype=np.int64)
     style = np.fromfile(store.kokoro_voice("af_heart"), dtype=np.float32).reshape(510, 1, 256)[len(ids)]
     with tempfile.TemporaryDirectory() as tmp:

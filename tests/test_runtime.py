@@ -87,23 +87,28 @@ def test_tuning_is_code_not_environment(monkeypatch: pytest.MonkeyPatch) -> None
         Tuning(decode_mode=cast(DecodeMode, "fast"))
 
 
-def test_a_cold_server_books_streams_beyond_its_cores_at_their_first_jobs_cost(
+async def test_a_cold_server_books_streams_at_their_first_jobs_cost_until_a_lone_stream_is_measured(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
+    """Before anything is measured every stream is booked at what its first job costs per audio second
+    (streams that start together run those jobs at once); one stream alone, decoding on every core,
+    gives the meter its first sample, and from then on streams are booked at what they really hold."""
+    from bench.arrival_trace import listen
     from tests.conftest import FAKE_ENGINES
 
     settings = Settings(_env_file=None, cache_dir=tmp_path_factory.mktemp("cold"), warm_languages=["none"])
-    rt = Runtime(settings, families=FAKE_ENGINES)
+    rt = Runtime(settings, families=FAKE_ENGINES, tuning=Tuning(capacity_sample_core_s=0.05))
     rt.load(warm=True)  # the warm-up teaches the window costs; no stream has been measured yet
     try:
         share = rt.window_share("piper")
         assert share is not None and rt.core_factor == 1.0
         config = rt.session_config()
         assert config.first_window_s < config.max_window_s
-        # the first streams are booked at their window share: the meter needs them to take its sample
-        assert rt.stream_share("piper", streams=0) == pytest.approx(share)
-        # beyond the cores, a burst is booked at what its first jobs (front and window) cost per audio second
-        beyond = rt.stream_share("piper", streams=64)
-        assert beyond is not None and beyond > 1.05 * share
+        cold = rt.stream_share("piper")
+        assert cold is not None and cold > 1.05 * share
+        clock = await listen(rt, "en_US-joe-medium", 0.0)  # alone: its jobs get every core
+        assert clock.audio_s > 6.0
+        assert rt._meter is not None and rt._meter.samples >= 1
+        assert rt.stream_share("piper") == pytest.approx(share * rt.core_factor)
     finally:
         rt.close()

@@ -227,23 +227,22 @@ class Runtime:
         runners = [streamer.decoder for streamer in streamers]
         return sum(r.batches for r in runners), sum(r.windows for r in runners)
 
-    def stream_share(self, engine: str, streams: int = 0) -> float | None:
-        """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy, booked beside
-        ``streams`` already admitted: what its decoder windows cost (:meth:`window_share`) times what
-        streams here really hold per core-second that books (:class:`~voxserve.stream.capacity.CoreMeter`);
-        None while nothing is learned, or on a GPU.
+    def stream_share(self, engine: str) -> float | None:
+        """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy: what its
+        decoder windows cost (:meth:`window_share`) times what streams here really hold per core-second
+        that books (:class:`~voxserve.stream.capacity.CoreMeter`); None while nothing is learned, or on a
+        GPU.
 
-        Until the meter's first sample, a stream beside ``cores`` or more others is booked at what its first
-        job (its text's front and first window) costs per audio second
-        (:func:`~voxserve.stream.capacity.ramp_factor`): a burst of new streams all run their dearest jobs
-        at once, and nothing has measured them yet. The first ``cores`` streams are booked at their window
-        share, so that the meter gets its sample (it samples only while the streams fill the cores) even
-        where the ramp's cost would leave room for fewer."""
+        Until the meter's first sample, a stream is booked at what its first job (its text's front and
+        first window) costs per audio second (:func:`~voxserve.stream.capacity.ramp_factor`): streams that
+        start together all run their dearest jobs at once, and nothing has measured them yet. The first
+        stream's own audio gives the meter its sample (:meth:`_delivered`), so the premium lasts until a
+        few core-seconds of audio have been made."""
         costs, cfg, meter = self._stream_costs(engine), self.session_config(), self._meter
         share = cheapest_share(costs, cfg.max_window_s, self._cores)
         if share is None or meter is None:
             return None
-        if meter.samples or streams < self._cores:
+        if meter.samples:
             return share * meter.factor
         return share * ramp_factor(costs, cfg.first_window_s, cfg.max_window_s, self._cores)
 
@@ -359,13 +358,16 @@ class Runtime:
         )
 
     def _delivered(self, engine: str, audio_s: float) -> None:
-        """A stream of ``engine`` delivered ``audio_s`` of audio: what its share booked for it, to the meter,
-        while the streams outnumber the cores (each decodes at one thread: the load admission books for);
-        with fewer, they decode wider and the meter pauses."""
+        """A stream of ``engine`` delivered ``audio_s`` of audio: the core-seconds its largest windows would
+        take at the thread level the pool gives its jobs now, to the meter. Fewer streams than cores decode
+        wider than the one thread each that admission books under load; booked at their own level, their
+        jobs still tell the meter what streams cost beyond their windows' fit, so a lone stream teaches it
+        as well as a crowd."""
         meter = self._meter
         if meter is None:
             return
-        if self.pool.streams < self._cores:
-            meter.pause()
-        elif (share := self.window_share(engine)) is not None:
-            meter.delivered(audio_s * share * self._cores)
+        threads, _ = self.pool.share(held=False)
+        level = threads or self._cores
+        cost = next((c for c in self._stream_costs(engine) if c.threads == level), None)
+        if cost is not None:
+            meter.delivered(audio_s * cost.cores_per_stream(self.session_config().max_window_s))

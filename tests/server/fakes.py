@@ -34,7 +34,7 @@ class BlockedLoadRuntime:
     def scheduler_stats(self) -> SchedulerStats:
         return SchedulerStats(0, 0, 0)
 
-    def stream_share(self, engine: str, streams: int = 0) -> float | None:
+    def stream_share(self, engine: str) -> float | None:
         return None
 
     def close(self) -> None:

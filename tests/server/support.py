@@ -119,8 +119,8 @@ class SharedRuntime:
     def scheduler_stats(self) -> SchedulerStats:
         return self._runtime.scheduler_stats()
 
-    def stream_share(self, engine: str, streams: int = 0) -> float | None:
-        return self._runtime.stream_share(engine, streams)
+    def stream_share(self, engine: str) -> float | None:
+        return self._runtime.stream_share(engine)
 
     def close(self) -> None:
         pass

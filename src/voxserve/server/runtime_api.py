@@ -50,9 +50,8 @@ class RuntimeLike(Protocol):
 
     def scheduler_stats(self) -> SchedulerStats: ...
 
-    def stream_share(self, engine: str, streams: int = 0) -> float | None:
-        """The fraction of the machine one real-time stream of ``engine`` takes beside ``streams`` already
-        admitted (None: not known)."""
+    def stream_share(self, engine: str) -> float | None:
+        """The fraction of the machine one real-time stream of ``engine`` takes (None: not known)."""
         ...
 
     def close(self) -> None: ...

@@ -75,7 +75,7 @@ class SpeechService:
             engine = self.voice(request.voice or self.settings.default_voice).engine
         except VoxError:
             return None
-        return self.runtime.stream_share(engine, self.state.admission.active)
+        return self.runtime.stream_share(engine)
 
     def engines(self) -> list[str]:
         return self.policy.book.engines()

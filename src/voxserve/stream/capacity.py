@@ -15,7 +15,8 @@ other work on the machine (the event loop's encoding and HTTP, other processes) 
 and the fit learned at start can be off by a noisy moment. :class:`CoreMeter` measures the difference
 on the streams themselves and scales every share by it. Before its first sample, :func:`ramp_factor` (what
 a stream's first job, its text's front and first window, costs per audio second against its largest
-window) prices the streams of a burst.
+window) prices every stream: the first ones start together as often as not, and a lone stream's own
+audio brings the first sample within its first few core-seconds.
 """
 
 from __future__ import annotations
@@ -77,10 +78,10 @@ class CoreMeter:
     ``held()`` counts the core-seconds the worker pool's jobs have held so far (wall time times the
     threads each ran with: a core held by a job is lost to the others however busy it keeps it, and
     whatever else runs on the machine shows up as longer jobs). :meth:`delivered` is told the
-    core-seconds the shares booked for each piece of audio a stream delivers (audio seconds times cores
-    per stream). Every ``sample_core_s`` of booked core-seconds, the ratio of held to booked over that
-    span is one sample; :attr:`factor` is 1 until the first sample, then that sample, then a moving mean
-    of the samples. Thread-safe.
+    core-seconds booked for each piece of audio a stream delivers (audio seconds times the cores per
+    stream of its largest windows at the thread level its jobs run at). Every ``sample_core_s`` of booked
+    core-seconds, the ratio of held to booked over that span is one sample; :attr:`factor` is 1 until the
+    first sample, then that sample, then a moving mean of the samples. Thread-safe.
     """
 
     def __init__(self, held: Callable[[], float], sample_core_s: float) -> None:
@@ -93,12 +94,6 @@ class CoreMeter:
         self._booked = 0.0
         self.factor = 1.0
         self.samples = 0
-
-    def pause(self) -> None:
-        """Drop the span open now: the work since it opened is not what the shares are for (a stream
-        alone decodes on several threads, where the shares book what one thread costs under load)."""
-        with self._lock:
-            self._start, self._booked = None, 0.0
 
     def delivered(self, booked_core_s: float) -> None:
         """A stream delivered audio its share booked at ``booked_core_s`` core-seconds."""
