@@ -21,6 +21,7 @@ from voxserve.engines.windowing import run_graph
 from voxserve.errors import Cancelled
 from voxserve.runtime import Runtime
 from voxserve.stream.pool import WorkerPool
+from voxserve.stream.window_budget import MARGIN, front_s, start_window_s
 from voxserve.types import SynthesisParams
 
 pytestmark = pytest.mark.alone  # it times a caller's first audio against a running stream's
@@ -208,12 +209,23 @@ class Interruption:
         return np.concatenate(chunks)
 
     async def speak_when_stoppable(self, text: str) -> np.ndarray:
-        pool, best = self.runtime.pool, 0.0
-        while (stoppable := pool.stoppable_s()) < 0.2:
+        pool, best, needed = self.runtime.pool, 0.0, self._first_job_s()
+        while (stoppable := pool.stoppable_s()) < needed:
             best = max(best, stoppable)
             assert not self.reading_done.is_set(), f"no call of the reading could be stopped (best {best:.2f} s)"
             await asyncio.sleep(0.005)
         return await self.speak(text)
+
+    def _first_job_s(self) -> float:
+        """More than the caller's first job is expected to cost (its text's front and first window, at
+        one thread, planned for two streams): a running call is stopped only for a job it can make room
+        for and still be done in time (:meth:`~voxserve.stream.pool.WorkerPool._preempt_for`)."""
+        cost = self.runtime.engine_for("af_heart").window_cost
+        fit = cost.fit(1) if cost is not None else None
+        assert fit is not None, "the start learned no Kokoro window cost at one thread"
+        config = self.runtime.session_config()
+        window = start_window_s(config.first_window_s, config.max_window_s, fit, 2.0)
+        return MARGIN * (front_s(fit) + fit[0] + fit[1] * window) + 0.2
 
 
 async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_sound_as_alone(

@@ -237,8 +237,10 @@ def test_a_stream_is_thin_while_the_window_that_gains_at_its_load_does_not_fit_w
     needed = sustaining_lead_s(FIRST, LARGEST, NARROW, 1.5)
     assert needed > 1.0  # one second ahead is thin at this load
     assert planner.spare_s() == pytest.approx(1.0 - needed, abs=0.01)
-    window = planner.next_s()  # a window is planned and decoded: its audio is coming
+    window = planner.next_s()  # a window is planned: not coming until it is decoded
     assert window is not None
+    assert planner.spare_s() == pytest.approx(1.0 - needed, abs=0.01)
+    planner.made(window)  # decoded, not yet delivered: its audio is coming
     assert planner.spare_s() == pytest.approx(1.0 + window - needed, abs=0.01)
     clock.on_audio(time.monotonic(), window)  # it arrived: counted once, as audio ahead
     assert planner.spare_s() == pytest.approx(1.0 + window - needed, abs=0.01)

@@ -253,6 +253,8 @@ class SynthesisSession:
         def run() -> tuple[object, float]:
             with work_timer() as spent:  # less any wait for cores after a preemption
                 result = fn()  # type: ignore[operator]
+            if isinstance(result, EngineAudio):
+                self._windows.made(len(result.samples) / self.sample_rate)
             return result, spent()
 
         playing = self._clock.first_at is not None

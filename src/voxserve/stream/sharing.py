@@ -90,8 +90,10 @@ class CoreSharing:
             def others(job: Job) -> bool:
                 return stream is None or job.stream is not stream
 
+            held = self._held(now)  # new streams waiting for this one's lead: they need no core yet
             running = [h for h in self._running if others(h.job)]
-            waiting = [j for j in self._heap if others(j)] + [h.job for _, _, h in self._waiting if others(h.job)]
+            waiting = [j for j in self._heap if others(j) and not (j.first and j.stream in held)]
+            waiting += [h.job for _, _, h in self._waiting if others(h.job)]
             needs = [j.start_by for j in waiting]
             needs += [s.deadline() for s in self._between(stream) if s.deadline is not None]
             ends = [(h.started + h.job.cost, h.threads or 0) for h in running]
@@ -229,5 +231,6 @@ class CoreSharing:
         if self.cores is None:
             return None
         if overdue:
-            return self._overdue_level(self._free, self._overdue(time.monotonic(), starting=1))
+            level = self._overdue_level(self._free, self._overdue(time.monotonic(), starting=1))
+            return min(level, self._level(self._free)) if job.first else level
         return self._level(self._free)

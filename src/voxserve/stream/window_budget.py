@@ -109,7 +109,8 @@ class WindowPlanner:
 
     def __init__(self, engine: Engine, pool: WorkerPool, config: SessionConfig, clock: PlaybackClock) -> None:
         self.engine, self.pool, self.config, self.clock = engine, pool, config, clock
-        self._planned = (0.0, 0.0)  # (audio sent when the last window was planned, its audio seconds)
+        # (audio sent when the last window was decoded, its audio seconds; None before the first)
+        self._made: tuple[float, float] | None = None
 
     def budget(self, held: bool = False) -> tuple[tuple[float, float] | None, int | None, float]:
         """The engine's learned window cost at the threads this stream's jobs get now, those threads
@@ -158,32 +159,43 @@ class WindowPlanner:
         ahead = self.clock.ahead_s(time.monotonic()) - load * front
         cut = not self.pool.crowded(threads)
         window = next_window_s(ahead, cfg.first_window_s, largest, cost, load, hold, cut)
-        self._planned = (self.clock.audio_s, window)
         log.debug("window %s s with %.2f s ahead, cost %.3f + %.3f/s, load %.1f", window, ahead, *cost, load)
         return window
 
     def spare_s(self) -> float:
-        """Audio this stream has coming (ahead of its listener, and the window last planned until its
+        """Audio this stream has coming (ahead of its listener, and the window last decoded until its
         audio arrives) beyond what it needs to keep gaining once every stream runs, new ones held back
-        included (:func:`sustaining_lead_s`); ``inf`` before its first audio or while nothing is learned. Read by
-        the pool, under its lock."""
-        if self.clock.first_at is None:
+        included (:func:`sustaining_lead_s`); ``inf`` before its first window is decoded or while nothing
+        is learned. Read by the pool, under its lock.
+
+        A window counts from the moment it is decoded (:meth:`made`), not when it is planned: a planned
+        window may yet run at fewer threads than it was planned for, once the pool lets a new stream
+        take a core because this one looked well supplied, and then come late. Nor only once its audio
+        is delivered: the worker that decoded it picks its next job before the event loop delivers it."""
+        if self._made is None and self.clock.first_at is None:
             return float("inf")
         cost, _, load = self.budget(held=True)
         if cost is None:
             return float("inf")
-        sent, window = self._planned
-        coming = self.clock.ahead_s(time.monotonic()) + (window if self.clock.audio_s <= sent else 0.0)
+        sent, made = self._made or (0.0, 0.0)
+        coming = self.clock.ahead_s(time.monotonic()) + (made if self.clock.audio_s <= sent else 0.0)
         return coming - sustaining_lead_s(self.config.first_window_s, self.config.max_window_s, cost, load)
 
+    def made(self, audio_s: float) -> None:
+        """A window of ``audio_s`` is decoded: called on the worker, before its job gives the cores back,
+        so that the pool counts that audio as coming from then on, not only once it is delivered."""
+        self._made = (self.clock.audio_s, audio_s)
+
     def segment_cost(self) -> float:
-        """The expected seconds of a new segment's first job (its front and a first window) for a stream
-        already playing, planned now; 0 before its first audio (due at once anyway) or while nothing is
-        learned. The job that phonemizes the segment's text runs just before it, and is ordered by it:
-        ordered by its own few milliseconds, it would wait behind other streams' windows until its
-        listener is about to run dry, and then the front and first window could not be done in time."""
+        """The expected seconds of a new segment's first job (its front and a first window), planned now;
+        0 while nothing is learned. The job that phonemizes the segment's text runs just before it, and
+        is ordered by it: ordered by its own few milliseconds, it would wait behind other streams'
+        windows until its listener is about to run dry, and then the front and first window could not
+        be done in time. A new stream's first text is due on arrival whatever it costs, but carries the
+        cost too, so that the pool holds it back for thin streams as it holds the first window
+        (:meth:`~voxserve.stream.sharing.CoreSharing._waits`): a job of no cost would never wait."""
         cost, _, load = self.budget()
-        if self.clock.first_at is None or cost is None:
+        if cost is None:
             return 0.0
         cfg = self.config
         return self.job_cost(start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load), starts_segment=True)

@@ -1,0 +1,74 @@
+"""Three Kokoro listeners over HTTP on the real model (issue 15): each one the server admits plays to the
+end without running dry, and each it cannot feed is refused at once, never slowed.
+
+The callers arrive half a second apart, each while the earlier ones play their first sentence, and ask
+for the issue's three-sentence reply as a server-sent event stream; the ``speech.audio.done`` event
+carries the server's own count of the seconds the listener waited (playing from the first audio in real
+time). How many of the three a machine carries depends on its cores and their speed: admission decides
+that from the costs it learned here, and ``voxserve bench`` measures it. What holds on every machine is
+the promise under test: no admitted stream stalls because of the streams that came after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+from bench.arrival_trace import REPLY
+
+from voxserve.server.runtime_api import RuntimeLike
+
+from .support import KOKORO, RunningServer, SharedRuntime, server_settings
+
+pytestmark = pytest.mark.alone  # real-time listeners: the cores must be the test's own
+
+LISTENERS = 3
+GAP_S = 0.5
+
+
+async def _listen(client: httpx.AsyncClient, url: str, delay: float) -> tuple[int, dict[str, object]]:
+    """One caller after ``delay`` s: (status, the done event or the error body and Retry-After)."""
+    await asyncio.sleep(delay)
+    body = {"input": REPLY, "voice": KOKORO, "response_format": "pcm", "stream_format": "sse"}
+    async with client.stream("POST", url, json=body, timeout=60) as response:
+        if response.status_code != 200:
+            error = json.loads(await response.aread())
+            return response.status_code, {"error": error, "retry_after": response.headers.get("retry-after")}
+        done: dict[str, object] = {}
+        async for line in response.aiter_lines():
+            if line.startswith("data: ") and "speech.audio.done" in line:
+                done = json.loads(line[6:])
+        return response.status_code, done
+
+
+async def test_admitted_kokoro_listeners_never_stall_and_the_rest_are_refused_at_once(
+    shared_runtime: RuntimeLike,
+) -> None:
+    running = RunningServer(server_settings(default_voice=KOKORO), SharedRuntime(shared_runtime))
+    try:
+        stalled_before = _stalled(running)
+        url = running.base + "/v1/audio/speech"
+        async with httpx.AsyncClient() as client:
+            answers = await asyncio.gather(*(_listen(client, url, n * GAP_S) for n in range(LISTENERS)))
+        served = [done for status, done in answers if status == 200]
+        refused = [(status, done) for status, done in answers if status != 200]
+        assert answers[0][0] == 200, answers[0]  # the first caller finds the server idle: always admitted
+        for done in served:
+            assert done.get("type") == "speech.audio.done", done  # the whole reply came
+            assert done["stall_s"] == 0.0, f"an admitted listener ran dry: {answers}"
+        for status, error in refused:
+            assert status == 503 and error["retry_after"], error
+            assert "at capacity" in json.dumps(error["error"])  # refused at once (no queue by default)
+        assert _stalled(running) == stalled_before
+    finally:
+        running.stop()
+
+
+def _stalled(running: RunningServer) -> float:
+    """Kokoro streams over HTTP the server counted as stalled so far (0 before its first)."""
+    for line in httpx.get(running.base + "/metrics").text.splitlines():
+        if line.startswith('voxserve_stalled_streams_total{engine="kokoro",transport="http"}'):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
