@@ -421,6 +421,8 @@ async def test_a_new_stream_held_for_a_thin_one_leaves_it_every_core_even_while_
                 assert order == ["thin"]  # a core is free, but the thin stream needs more than one
                 assert pool.share(held=False) == (2, 1.0)  # the held stream takes no share yet
                 assert pool.share() == (1, 1.0)  # once it runs: a core each (what ``spare`` is measured at)
+                # nor does its waiting job cut the thin stream's windows: it needs no core until let go
+                assert pool.hold_limit(thin, 2) == float("inf")
                 gate.set()
                 await running
                 nxt = functools.partial(decode, "thin again", False)
@@ -431,6 +433,23 @@ async def test_a_new_stream_held_for_a_thin_one_leaves_it_every_core_even_while_
                 await pool.run(lambda: None, deadline=time.monotonic() + 1, stream=thin)
                 await asyncio.wait_for(first, 1.0)
                 assert order[-1] == "first audio"
+    finally:
+        pool.close()
+
+
+async def test_a_new_streams_first_audio_leaves_a_playing_stream_its_share_of_the_cores() -> None:
+    """A first audio is due on arrival, so it counts as overdue, but it is not a listener running dry:
+    with a stream playing (between two jobs, well supplied) it starts on its equal share of the cores,
+    and the playing stream's next window finds the other core free (seen on the real model: the
+    newcomer took both cores, and the playing stream's next window waited for them and came late)."""
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
+    try:
+        with pool.streaming(lambda: time.monotonic() + 1, lambda: 0.5), pool.streaming() as new:
+            assert await pool.run(current_thread_budget, cost=0.1, playing=False, stream=new) == 1
+        with pool.streaming() as alone:  # nobody else: every core
+            assert await pool.run(current_thread_budget, cost=0.1, playing=False, stream=alone) == 2
     finally:
         pool.close()
 

@@ -20,8 +20,10 @@ cores before another stream needs one.
 A new stream's first audio waits while a playing stream is *thin* (too little audio coming to keep
 gaining once every stream runs) and the new one would lower the playing streams' share of the cores
 (:meth:`CoreSharing._waits`), at most :data:`FIRST_AUDIO_WAIT` times its own expected work; meanwhile the
-cores go to the streams already playing: a stream admitted earlier must not run dry because of one that
-came later.
+cores go to the streams already playing, and its waiting job bounds none of their windows
+(:meth:`CoreSharing.hold_limit`): a stream admitted earlier must not run dry because of one that came
+later. Once let go, it takes at most its equal share of the cores among the streams running
+(:meth:`CoreSharing._threads_for`), not every free core while a playing stream is between two jobs.
 
 The state lives here and is guarded by the pool's lock (``_cond``); every method named with a leading
 underscore is called with it held.
@@ -228,6 +230,9 @@ class CoreSharing:
         return nearest_level(self._levels, free, max(1, self.cores // max(1, overdue)))
 
     def _threads_for(self, job: Job, overdue: bool) -> int | None:
+        """The threads ``job`` starts with: an overdue job's share among the overdue ones, but a first
+        audio's no more than its equal share among the streams running (it is due on arrival, and would
+        otherwise take the cores a playing stream between two jobs is about to need) (lock held)."""
         if self.cores is None:
             return None
         if overdue:
