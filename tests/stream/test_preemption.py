@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 import onnxruntime as ort
@@ -20,8 +21,9 @@ from voxserve.engines.preemption import work_timer
 from voxserve.engines.windowing import run_graph
 from voxserve.errors import Cancelled
 from voxserve.runtime import Runtime
+from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
-from voxserve.stream.window_budget import MARGIN, front_s, start_window_s
+from voxserve.stream.window_budget import WindowPlanner
 from voxserve.types import SynthesisParams
 
 pytestmark = pytest.mark.alone  # it times a caller's first audio against a running stream's
@@ -218,14 +220,21 @@ class Interruption:
 
     def _first_job_s(self) -> float:
         """More than the caller's first job is expected to cost (its text's front and first window, at
-        one thread, planned for two streams): a running call is stopped only for a job it can make room
-        for and still be done in time (:meth:`~voxserve.stream.pool.WorkerPool._preempt_for`)."""
-        cost = self.runtime.engine_for("af_heart").window_cost
-        fit = cost.fit(1) if cost is not None else None
-        assert fit is not None, "the start learned no Kokoro window cost at one thread"
-        config = self.runtime.session_config()
-        window = start_window_s(config.first_window_s, config.max_window_s, fit, 2.0)
-        return MARGIN * (front_s(fit) + fit[0] + fit[1] * window) + 0.2
+        one thread, planned for two streams; :meth:`WindowPlanner.segment_cost`): a running call is
+        stopped only for a job it can make room for and still be done in time
+        (:meth:`~voxserve.stream.pool.WorkerPool._preempt_for`)."""
+        engine, config = self.runtime.engine_for("af_heart"), self.runtime.session_config()
+        assert engine.window_cost is not None and engine.window_cost.fit(1) is not None, "no cost learned"
+        planner = WindowPlanner(engine, cast(WorkerPool, _BesideTheReading()), config, PlaybackClock())
+        return planner.segment_cost() + 0.2
+
+
+class _BesideTheReading:
+    """The pool as the caller's windows are planned beside the reading, at the most they cost: one
+    thread, two streams per job slot."""
+
+    def share(self, held: bool = True) -> tuple[int, float]:
+        return 1, 2.0
 
 
 async def test_a_caller_arriving_mid_stream_stops_its_decoder_window_and_both_sound_as_alone(
