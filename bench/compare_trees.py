@@ -6,9 +6,15 @@
 Each round starts one tree's server (``python -m voxserve serve`` with that tree's ``src`` first on the
 path), runs ``voxserve bench`` over every level, and stops it; rounds alternate the trees (A B B A ...),
 so a slow spell of a shared machine falls on both. Only one server runs at a time: they would share the
-cores. The server's RSS is read when the load ends and again after ``--settle`` idle seconds. Every
-``voxserve bench`` run writes its own folder under ``--output``; the tables are printed as
-they come and collected in ``summary.txt``.
+cores. The server's RSS is read when the load ends and again after ``--settle`` idle seconds, with its
+peak (``VmHWM``). Every ``voxserve bench`` run writes its own folder under ``--output``; the tables are
+printed as they come and collected in ``summary.txt``.
+
+``--then VOICE:LEVELS[:TRANSPORT[:TOKENS_PER_S]]`` (repeatable) runs more loads on the same server after
+the first, before its memory is read: both engines' memory after a load run is
+
+    .venv/bin/python -m bench.compare_trees --old /tmp/old --voice en_US-joe-medium --levels 16 \
+        --then af_heart:3 --then af_heart:4:ws:25 --then en_US-joe-medium:8:grpc:25
 """
 
 from __future__ import annotations
@@ -58,6 +64,26 @@ def _rss_mib(port: int) -> str:
     return "unknown"
 
 
+def _peak_mib(server: subprocess.Popen[bytes]) -> str:
+    """The server process's peak resident memory (``VmHWM``)."""
+    try:
+        status = Path(f"/proc/{server.pid}/status").read_text()
+    except OSError:
+        return "unknown"
+    kib = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), None)
+    return f"{int(kib) / 1024:.0f} MiB" if kib else "unknown"
+
+
+def _loads(args: argparse.Namespace) -> list[tuple[str, str, str, float | None]]:
+    """(voice, levels, transport, tokens per second) of each load a round runs, in order."""
+    loads = [(args.voice, args.levels, args.transport, args.incremental)]
+    for spec in args.then:
+        voice, levels, *rest = spec.split(":")
+        transport = rest[0] if rest else "http"
+        loads.append((voice, levels, transport, float(rest[1]) if len(rest) > 1 else None))
+    return loads
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--old", type=Path, required=True, help="the other source tree (a git worktree)")
@@ -74,6 +100,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "bench/results/compare_trees")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for both servers")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds idle before RSS is read again")
+    parser.add_argument("--then", action="append", default=[], help="VOICE:LEVELS[:TRANSPORT[:TOKENS_PER_S]]")
     args = parser.parse_args()
     env_extra = dict(item.split("=", 1) for item in args.env)
     trees = {"old": args.old.resolve(), "new": args.new.resolve()}
@@ -85,23 +112,27 @@ def main() -> None:
     for n, name in enumerate(order):
         server = _serve(trees[name], args.port, env_extra)
         try:
-            out = args.output / f"{n:02d}-{name}"
-            command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
-            command += ["--grpc-target", f"127.0.0.1:{args.port + 1}", "--transport", args.transport]
-            command += ["--voice", args.voice, "--concurrency", args.levels, "--duration", str(args.duration)]
-            command += ["--output", str(out), "--seed", str(n), "--text-set", args.text_set]
-            if args.incremental:
-                command += ["--incremental", str(args.incremental)]
-            if args.saturation:
-                command += ["--saturation", str(args.saturation)]
-            result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-            failure = f"\n(exit {result.returncode}) {result.stderr.strip()[-400:]}" if result.returncode else ""
+            tables, failure = [], ""
+            for k, (voice, levels, transport, incremental) in enumerate(_loads(args)):
+                out = args.output / f"{n:02d}-{name}" / f"{k}-{voice}-{transport}"
+                command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
+                command += ["--grpc-target", f"127.0.0.1:{args.port + 1}", "--transport", transport]
+                command += ["--voice", voice, "--concurrency", levels, "--duration", str(args.duration)]
+                command += ["--output", str(out), "--seed", str(n), "--text-set", args.text_set]
+                if incremental:
+                    command += ["--incremental", str(incremental)]
+                if args.saturation and k == 0:
+                    command += ["--saturation", str(args.saturation)]
+                result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+                if result.returncode:
+                    failure += f"\n(exit {result.returncode}) {result.stderr.strip()[-400:]}"
+                tables.append((f"-- {voice} over {transport}\n" if k else "") + result.stdout.strip())
             rss = _rss_mib(args.port)
             time.sleep(args.settle)
             settled = _rss_mib(args.port)
             head = f"== round {n} tree {name} ({trees[name]}), server RSS after: {rss}"
-            head += f", {args.settle:g} s later: {settled}"
-            table = f"{head}\n{result.stdout.strip()}{failure}"
+            head += f", {args.settle:g} s later: {settled}, peak: {_peak_mib(server)}"
+            table = head + "\n" + "\n".join(tables) + failure
             print(table, flush=True)
             summary.append(table)
         finally:

@@ -16,6 +16,7 @@ from misaki.zh import ZHG2P
 
 from voxserve.text.g2p_espeak import ascii_punctuation, attach_punctuation
 from voxserve.text.normalize_zh import HAN_CLASS, ChineseNormalizer
+from voxserve.text.packed import PackedMap
 from voxserve.text.vocab_map import clean_kokoro
 from voxserve.types import PhonemeWord
 
@@ -42,6 +43,8 @@ class ChineseG2P:
             self._tokenizer.tmp_dir = str(cache_dir)
         jieba.setLogLevel(logging.WARNING)
         self._tokenizer.initialize()
+        # jieba only reads its prefix dictionary once built (voxserve.text.packed: a tenth of the memory)
+        self._tokenizer.FREQ = PackedMap(self._tokenizer.FREQ)
 
     def set_english(self, english: EnglishCallable) -> None:
         self._english = english
