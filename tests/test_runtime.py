@@ -1,9 +1,7 @@
-"""Runtime wiring: the batching policy and the window plan it implies; what a loaded runtime has learned;
-the heap trimmed when it falls idle."""
+"""Runtime wiring: the batching policy and the window plan it implies; what a loaded runtime has learned."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import cast
 
 import pytest
@@ -13,7 +11,6 @@ from voxserve.engines.piper import PiperEngine
 from voxserve.runtime import Runtime, batch_policy
 from voxserve.settings import Settings
 from voxserve.tuning import DecodeMode, Tuning
-from voxserve.types import SynthesisParams
 
 
 def test_batching_is_off_unless_the_operator_asks_for_it() -> None:
@@ -115,26 +112,3 @@ async def test_a_cold_server_books_streams_at_their_first_jobs_cost_until_a_lone
         assert rt.stream_share("piper") == pytest.approx(share * rt.core_factor)
     finally:
         rt.close()
-
-
-async def test_the_heap_is_trimmed_when_the_last_stream_ends(
-    fake_runtime: Runtime, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Free heap memory goes back to the system as soon as the server falls idle, not while streams run."""
-    wakes: list[int] = []
-    monkeypatch.setattr(fake_runtime._heap, "wake", lambda: wakes.append(1))
-
-    async def speak(text: str) -> None:
-        session = fake_runtime.open_session(SynthesisParams(voice="en_US-joe-medium"), pace=False)
-        session.push_text(text)
-        session.close()
-        async for _ in session:
-            pass
-
-    longer = asyncio.create_task(speak("A longer reply, of a few sentences. It goes on. And on, for a while."))
-    await speak("Short.")
-    await asyncio.sleep(0)  # the ended session's callbacks run
-    assert wakes == [] and not longer.done()
-    await longer
-    await asyncio.sleep(0)
-    assert wakes == [1]

@@ -74,8 +74,6 @@ class Runtime:
         self._closers: list[Callable[[], None]] = []
         self._heap = HeapTrimmer()
         self._lock = threading.Lock()
-        self._live = 0  # sessions open now (under _live_lock): the heap is trimmed when the last one ends
-        self._live_lock = threading.Lock()
         self.load_seconds: dict[str, float] = {}
         self.piper_library: PiperLibrary | None = None  # Piper voices found under MODEL_PATH
         self.ready = False
@@ -349,7 +347,7 @@ class Runtime:
         lexicon = for_voice(params.lexicon, engine.alphabet, strict=True) + for_voice(
             server, engine.alphabet, strict=False
         )
-        session = SynthesisSession(
+        return SynthesisSession(
             engine=engine,
             frontend=self.frontend,
             pool=self.pool,
@@ -358,19 +356,6 @@ class Runtime:
             config=config or self.session_config(pace=pace),
             on_audio=functools.partial(self._delivered, engine.name),
         )
-        with self._live_lock:
-            self._live += 1
-        session.when_done(self._session_ended)
-        return session
-
-    def _session_ended(self) -> None:
-        """With no session left, the C heap's free memory goes back to the system at once (see
-        :mod:`voxserve.engines.heap`): an idle server holds what it keeps, not what its last load freed."""
-        with self._live_lock:
-            self._live -= 1
-            idle = self._live == 0
-        if idle:
-            self._heap.wake()
 
     def _delivered(self, engine: str, audio_s: float) -> None:
         """A stream of ``engine`` delivered ``audio_s`` of audio: the core-seconds its largest windows would

@@ -61,24 +61,6 @@ def test_the_timer_trims_until_stopped() -> None:
     assert trimmer.trims == trims
 
 
-def test_a_wake_trims_at_once_and_a_stop_ends_the_thread() -> None:
-    trimmer = HeapTrimmer(every_s=3600.0)
-    if not trimmer.available:
-        pytest.skip("this C library has no malloc_trim (not glibc)")
-    trimmer.start()
-    thread = trimmer._thread
-    assert thread is not None
-    try:
-        trimmer.wake()
-        until = time.monotonic() + 5.0
-        while trimmer.trims == 0 and time.monotonic() < until:
-            time.sleep(0.01)
-        assert trimmer.trims == 1
-    finally:
-        trimmer.stop()
-    assert not thread.is_alive() and trimmer.trims == 1  # stopped without waiting out the timer
-
-
 # Six threads allocating at once, then glibc's own report of its heaps (one "Arena n:" block each).
 ARENAS = """
 import ctypes, sys, threading

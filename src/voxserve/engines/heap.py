@@ -5,9 +5,7 @@ an arena would keep the peak of the largest call it ever ran for the life of the
 then come from the C allocator, which keeps freed memory in per-thread heaps for reuse, and a server
 with a dozen worker and ONNX Runtime threads collects much of it. :class:`HeapTrimmer` asks glibc
 (``malloc_trim``) every few seconds to return what is free, so the resident size follows the load
-instead of its peak, and once more as soon as the server falls idle (:meth:`HeapTrimmer.wake`, called
-when its last stream ends), so that an idle server holds what it keeps and not what its last load
-freed. It does nothing where the C library has no ``malloc_trim`` (musl, macOS).
+instead of its peak. It does nothing where the C library has no ``malloc_trim`` (musl, macOS).
 
 glibc also gives threads that allocate at the same moment heaps of their own (arenas), up to eight per
 core, and memory freed in one heap is not reused by another. :func:`cap_heaps` limits them to one per
@@ -60,15 +58,13 @@ def cap_heaps(count: int) -> bool:
 
 
 class HeapTrimmer:
-    """A daemon thread returning free heap memory to the system every ``every_s`` seconds, and when woken,
-    until stopped."""
+    """A daemon thread returning free heap memory to the system every ``every_s`` seconds until stopped."""
 
     def __init__(self, every_s: float = TRIM_EVERY_S) -> None:
         self.every_s = every_s
         self.trims = 0
         self._trim = _malloc_trim()
         self._stop = threading.Event()
-        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     @property
@@ -87,21 +83,12 @@ class HeapTrimmer:
             self._trim()
             self.trims += 1
 
-    def wake(self) -> None:
-        """Trim now on the trimmer's thread (the caller does not wait for it); the timer starts again."""
-        self._wake.set()
-
     def _run(self) -> None:
-        while True:
-            self._wake.wait(self.every_s)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
+        while not self._stop.wait(self.every_s):
             self.trim()
 
     def stop(self) -> None:
         self._stop.set()
-        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=1.0)
             self._thread = None

@@ -159,10 +159,6 @@ class SynthesisSession:
     def cancelled(self) -> bool:
         return self._cancelled
 
-    def when_done(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` once the stream has ended: all its audio made, failed or cancelled."""
-        self._task.add_done_callback(lambda _: callback())
-
     @property
     def stats(self) -> SessionStats:
         ttfa = None

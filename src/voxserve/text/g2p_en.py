@@ -61,7 +61,7 @@ class _OfflineMisakiG2P(en.G2P):
         self.british = british
         self.nlp = nlp
         self.lexicon = en.Lexicon(british)
-        self.lexicon.golds = PackedMap(self.lexicon.golds)  # a third of the dicts' memory (voxserve.text.packed)
+        self.lexicon.golds = PackedMap(self.lexicon.golds)  # read-only from here (voxserve.text.packed)
         self.lexicon.silvers = PackedMap(self.lexicon.silvers)
         configure_espeak()
         self.fallback = EspeakFallback(british=british)

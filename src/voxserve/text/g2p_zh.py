@@ -43,7 +43,7 @@ class ChineseG2P:
             self._tokenizer.tmp_dir = str(cache_dir)
         jieba.setLogLevel(logging.WARNING)
         self._tokenizer.initialize()
-        # jieba only reads its prefix dictionary once built (voxserve.text.packed: a tenth of the memory)
+        # jieba only reads its prefix dictionary once built (voxserve.text.packed)
         self._tokenizer.FREQ = PackedMap(self._tokenizer.FREQ)
 
     def set_english(self, english: EnglishCallable) -> None:

@@ -1,16 +1,16 @@
 """A read-only word table held in a few flat arrays instead of a dict of Python strings.
 
-The G2P libraries keep their dictionaries as plain dicts: misaki's English lexicons (about 180,000
-words each, twice per dialect with the "silver" list) and jieba's prefix dictionary (about 500,000
-entries). Each entry there is a key object, a value object and a hash-table slot, some 150 bytes for a
-word of eight letters, and a server that speaks both English dialects and Mandarin holds about 200 MB of
-them. :class:`PackedMap` keeps the same entries as one string of all keys, one of all text values (or
-one array of integer values), their end offsets and the keys' hashes, sorted: a tenth of the memory.
+The G2P libraries keep their dictionaries as plain dicts: misaki's English lexicons (a "gold" and a
+"silver" list per dialect) and jieba's prefix dictionary, hundreds of thousands of entries each. Every
+entry there is a key object, a value object and a hash-table slot, many times the bytes of the word
+itself, and a server builds every language its voices speak at start. :class:`PackedMap` keeps the same
+entries as one string of all keys, one of all text values (or one array of integer values), their end
+offsets and the keys' hashes, sorted (docs/benchmarks.md, "Memory: the G2P word tables packed").
 
 A lookup finds the key's hash by bisection and compares the key itself, so it answers exactly what the
-dict would, at a few microseconds instead of a few tens of nanoseconds: the G2P libraries look up a
-handful of words per word of text. Hashes are Python's own, which differ between processes; a map is
-built in the process that uses it and never saved.
+dict would, if several times slower: the G2P libraries look up a handful of words per word of text.
+Hashes are Python's own, which differ between processes; a map is built in the process that uses it
+and never saved.
 """
 
 from __future__ import annotations
