@@ -29,6 +29,11 @@ def _texts(texts: Iterable[str]) -> tuple[str, array[int]]:
     return "".join(parts), array("I", accumulate(map(len, parts)))
 
 
+def _piece(text: str, ends: array[int], i: int) -> str:
+    """The ``i``-th of the texts :func:`_texts` joined into ``text``."""
+    return text[ends[i - 1] if i else 0 : ends[i]]
+
+
 class PackedMap(Mapping[str, Any]):
     """A frozen ``str`` → value mapping with the answers of the dict it was built from.
 
@@ -63,7 +68,7 @@ class PackedMap(Mapping[str, Any]):
         hashes, ends = self._hashes, self._key_ends
         i = bisect_left(hashes, wanted)
         while i < len(hashes) and hashes[i] == wanted:
-            if self._keys[ends[i - 1] if i else 0 : ends[i]] == key:
+            if _piece(self._keys, ends, i) == key:
                 return i
             i += 1
         return -1
@@ -71,8 +76,7 @@ class PackedMap(Mapping[str, Any]):
     def _value(self, i: int) -> Any:
         if self._ints is not None:
             return self._ints[i]
-        ends = self._value_ends
-        text = self._values[ends[i - 1] if i else 0 : ends[i]]
+        text = _piece(self._values, self._value_ends, i)
         encoded = self._encoded
         j = bisect_left(encoded, i)
         return json.loads(text) if j < len(encoded) and encoded[j] == i else text
@@ -91,8 +95,7 @@ class PackedMap(Mapping[str, Any]):
         return self._index(key) >= 0
 
     def __iter__(self) -> Iterator[str]:
-        ends = self._key_ends
-        return (self._keys[ends[i - 1] if i else 0 : ends[i]] for i in range(len(ends)))
+        return (_piece(self._keys, self._key_ends, i) for i in range(len(self._key_ends)))
 
     def __len__(self) -> int:
         return len(self._key_ends)
