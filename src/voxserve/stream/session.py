@@ -41,7 +41,10 @@ log = logging.getLogger(__name__)
 
 _END = object()
 # A playing stream's work is due this long before its listener runs dry: a new caller's first audio is
-# due at once, and must not take the cores from a stream about to run dry
+# due at once, cannot be stopped once started, and must not take the cores from a stream about to run dry.
+# It must cover every newcomer queued ahead of the stream's job, not one newcomer's first audio: learned
+# as the latter (the time newcomers' first jobs held the cores here), it let unpaced Piper streams stall
+# (docs/benchmarks.md, "The playing margin learned from one newcomer's first audio (stop 46)")
 PLAYING_MARGIN_S = 0.5
 _SENTENCE_END = frozenset('.!?。！？…"”)')
 
