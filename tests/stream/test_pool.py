@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from voxserve.stream.jobs import Job, first_late
 from voxserve.stream.pool import WorkerPool
 
 
@@ -483,3 +484,51 @@ async def test_the_pool_counts_the_core_seconds_its_jobs_held() -> None:
     finally:
         shared.close()
         alone.close()
+
+
+def _job(key: float, cost: float, first: bool) -> Job:
+    loop = asyncio.new_event_loop()
+    try:
+        return Job(key, 0, print, loop, loop.create_future(), key if first else key + cost, cost, None, first)
+    finally:
+        loop.close()
+
+
+def test_the_first_playing_job_that_newcomers_ahead_would_start_late_is_found() -> None:
+    newcomers = [_job(0.0, 0.1, first=True) for _ in range(3)]
+    playing = _job(0.25, 0.1, first=False)  # latest start 0.25 s
+    assert first_late([0.0], [*newcomers, playing]) is playing  # one core: it would start at 0.3 s
+    assert first_late([0.0], [*newcomers[:2], playing]) is None  # behind two it starts at 0.2 s
+    assert first_late([0.0, 0.0], [*newcomers, playing]) is None  # two cores: at 0.1 s
+    assert first_late([0.0, 0.35], [*newcomers, playing]) is playing  # the second core busy until 0.35 s: at 0.3 s
+
+
+async def _order_behind(newcomers: int) -> list[str]:
+    """The order one busy core runs ``newcomers`` first audios (0.1 s of work each) and a playing stream's
+    window (0.1 s, due 0.45 s after they are queued) in once it is free (0.05 s after)."""
+    pool = WorkerPool(2, cores=1, levels=(1,))
+    order: list[str] = []
+    gate = threading.Event()
+    try:
+        blocker = asyncio.ensure_future(pool.run(gate.wait))
+        await asyncio.sleep(0.05)
+        now = time.monotonic()
+        jobs = [
+            pool.run(functools.partial(order.append, f"new {n}"), deadline=now, cost=0.1, playing=False)
+            for n in range(newcomers)
+        ]
+        jobs.append(pool.run(functools.partial(order.append, "playing"), deadline=now + 0.45, cost=0.1))
+        queued = [asyncio.ensure_future(job) for job in jobs]
+        await asyncio.sleep(0.05)
+        gate.set()
+        await asyncio.gather(blocker, *queued)
+        return order
+    finally:
+        pool.close()
+
+
+async def test_a_playing_stream_goes_before_newcomers_only_when_those_ahead_would_make_it_late() -> None:
+    # behind one newcomer the window starts 0.15 s after it was queued, well before its latest start (0.35 s)
+    assert await _order_behind(1) == ["new 0", "playing"]
+    # behind four it would start at 0.45 s: past its latest start, so it goes first
+    assert await _order_behind(4) == ["playing", "new 0", "new 1", "new 2", "new 3"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import math
 import threading
 import time
@@ -103,6 +104,20 @@ def first_shortfall(cores: int, threads: int, needs: list[float], ends: list[tup
         if free - threads < i * threads:
             return need
     return math.inf
+
+
+def first_late(free_at: list[float], queue: list[Job]) -> Job | None:
+    """The first playing job of ``queue`` that would start after its latest start if the jobs ran in
+    that order, each on the first of the job slots that comes free (``free_at``: when each slot is free,
+    taking the expected costs as they are); None when every playing job would start in time. A new
+    stream's first audio has no latest start: it is due on arrival."""
+    slots = sorted(free_at)
+    for job in queue:
+        start = heapq.heappop(slots)
+        if not job.first and start > job.start_by:
+            return job
+        heapq.heappush(slots, start + job.cost)
+    return None
 
 
 def nearest_level(levels: list[int], free: int, share: int) -> int:

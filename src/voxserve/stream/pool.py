@@ -6,7 +6,8 @@ it is expected to cost, learned on this machine (:class:`voxserve.engines.window
 Jobs run in order of their latest start, ``deadline - cost``: the job with the least time to spare
 first; a first audio's latest start is its arrival (it cannot start sooner). So a new caller's first
 audio comes before later audio of a stream that is ahead, and a stream close to running dry comes
-before both: a stream already playing does not run dry for one that arrived after it.
+before both: a stream already playing does not run dry for one that arrived after it, nor for several
+queued at once (:meth:`~voxserve.stream.sharing.CoreSharing._gives_way`).
 
 With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), jobs share the cores instead of each
 taking all of them: a job runs with the widest thread count in ``levels`` that fits both the cores

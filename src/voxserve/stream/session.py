@@ -40,11 +40,11 @@ from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, 
 log = logging.getLogger(__name__)
 
 _END = object()
-# A playing stream's work is due this long before its listener runs dry: a new caller's first audio is
-# due at once, cannot be stopped once started, and must not take the cores from a stream about to run dry.
-# It must cover every newcomer queued ahead of the stream's job, not one newcomer's first audio: learned
-# as the latter (the time newcomers' first jobs held the cores here), it let unpaced Piper streams stall
-# (docs/benchmarks.md, "The playing margin learned from one newcomer's first audio (stop 46)")
+# A playing stream's work is due this long before its listener runs dry. Newcomers' first audio queued
+# ahead of its job is counted by the pool (CoreSharing._gives_way); the margin covers the newcomer that may
+# already hold a core when the job is queued, and the job taking longer than its learned cost. Learned as
+# one newcomer's first audio, alone (stop 46) and with the pool's count (stop 47), it let playing streams
+# run dry (docs/benchmarks.md, "The playing margin learned from one newcomer's first audio")
 PLAYING_MARGIN_S = 0.5
 _SENTENCE_END = frozenset('.!?。！？…"”)')
 

@@ -24,6 +24,8 @@ cores go to the streams already playing, and its waiting job bounds none of thei
 (:meth:`CoreSharing.hold_limit`): a stream admitted earlier must not run dry because of one that came
 later. Once let go, it takes at most its equal share of the cores among the streams running
 (:meth:`CoreSharing._threads_for`), not every free core while a playing stream is between two jobs.
+And it gives way to a playing stream's job that the first audios queued ahead of that job would start
+past its latest start (:meth:`CoreSharing._gives_way`): a first audio is never stopped once started.
 
 The state lives here and is guarded by the pool's lock (``_cond``); every method named with a leading
 underscore is called with it held.
@@ -35,7 +37,7 @@ import math
 import threading
 import time
 
-from voxserve.stream.jobs import ActiveStream, Hold, Job, first_shortfall, nearest_level
+from voxserve.stream.jobs import ActiveStream, Hold, Job, first_late, first_shortfall, nearest_level
 
 # How long a new stream's first audio may wait for thin streams, in its own expected work after its arrival.
 # In a burst, the streams that just got their first window are all thin at once, and each newcomer let go
@@ -162,17 +164,35 @@ class CoreSharing:
 
     def _next_job(self, now: float) -> tuple[Job | None, float | None]:
         """The first queued job by latest start that is not held back (:meth:`_waits`), and when the
-        first held-back one before it may go after all (lock held)."""
+        first held-back one before it may go after all (lock held). A new stream's first audio gives
+        way to a playing stream's job that the first audio queued ahead of it would start late
+        (:meth:`_gives_way`)."""
         if not self._heap or not self._heap[0].first:
             return (self._heap[0] if self._heap else None), None
         opens: float | None = None
         thin = self._thin()  # once for every first audio queued: each would count the same streams
-        for job in sorted(self._heap):
+        order = sorted(self._heap)
+        for i, job in enumerate(order):
             until = self._waits(job, now, thin)
             if until is None:
-                return job, opens
+                return (self._gives_way(order[i:], now) or job) if job.first else job, opens
             opens = until if opens is None else min(opens, until)
         return None, opens
+
+    def _gives_way(self, queue: list[Job], now: float) -> Job | None:
+        """The playing stream's job that would start past its latest start if ``queue`` (a first audio,
+        then every job after it by latest start) ran in that order, else None (lock held).
+
+        A first audio is due on arrival, so it is ordered before a playing stream's job whose latest
+        start comes later, and once started it is never stopped. Several newcomers queued at once
+        would each take a core until done; the playing job that would wait past its latest start
+        behind them goes first. Jobs are counted at the thread level a stream's job gets now, in job
+        slots that come free as the running jobs are expected to end."""
+        assert self.cores is not None
+        level = self._level(self.cores)
+        ends = sorted(max(now, h.started + h.job.cost) for h in self._running if not h.asked)
+        free_at = ([now] * (self._free // level) + ends)[: max(1, self.cores // level)]
+        return first_late(free_at or [now], queue)
 
     def _thin(self) -> int:
         """Playing streams with too little audio coming to keep gaining once every stream runs (their
