@@ -43,8 +43,8 @@ _END = object()
 # A playing stream's work is due this long before its listener runs dry. Newcomers' first audio queued
 # ahead of its job is counted by the pool (CoreSharing._gives_way); the margin covers the newcomer that may
 # already hold a core when the job is queued, and the job taking longer than its learned cost. Learned as
-# one newcomer's first audio, alone (stop 46) and with the pool's count (stop 47), it let playing streams
-# run dry (docs/benchmarks.md, "The playing margin learned from one newcomer's first audio")
+# one newcomer's first audio, alone and with the pool's count, it let playing streams run dry
+# (docs/benchmarks.md, stops 46 and 47: "The playing margin learned ...", "First audios give way ...")
 PLAYING_MARGIN_S = 0.5
 _SENTENCE_END = frozenset('.!?。！？…"”)')
 
