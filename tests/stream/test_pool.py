@@ -36,9 +36,10 @@ async def test_exceptions_reach_the_caller() -> None:
         pool.close()
 
 
-async def _run_order(jobs: dict[str, dict[str, Any]]) -> list[str]:
-    """The order a single busy worker runs ``jobs`` (name: ``pool.run`` keywords) in once it is free."""
-    pool = WorkerPool(1)
+async def _run_order(jobs: dict[str, dict[str, Any]], pool: WorkerPool | None = None) -> list[str]:
+    """The order a single busy worker (or ``pool``'s single core) runs ``jobs`` (name: ``pool.run``
+    keywords) in once it is free, 0.1 s from now."""
+    pool = pool or WorkerPool(1)
     order: list[str] = []
     gate = threading.Event()
     try:
@@ -505,30 +506,15 @@ def test_the_first_playing_job_that_newcomers_ahead_would_start_late_is_found() 
 
 async def _order_behind(newcomers: int) -> list[str]:
     """The order one busy core runs ``newcomers`` first audios (0.1 s of work each) and a playing stream's
-    window (0.1 s, due 0.45 s after they are queued) in once it is free (0.05 s after)."""
-    pool = WorkerPool(2, cores=1, levels=(1,))
-    order: list[str] = []
-    gate = threading.Event()
-    try:
-        blocker = asyncio.ensure_future(pool.run(gate.wait))
-        await asyncio.sleep(0.05)
-        now = time.monotonic()
-        jobs = [
-            pool.run(functools.partial(order.append, f"new {n}"), deadline=now, cost=0.1, playing=False)
-            for n in range(newcomers)
-        ]
-        jobs.append(pool.run(functools.partial(order.append, "playing"), deadline=now + 0.45, cost=0.1))
-        queued = [asyncio.ensure_future(job) for job in jobs]
-        await asyncio.sleep(0.05)
-        gate.set()
-        await asyncio.gather(blocker, *queued)
-        return order
-    finally:
-        pool.close()
+    window (0.1 s, due 0.45 s from now) in once it is free (0.1 s from now)."""
+    now = time.monotonic()
+    jobs = {f"new {n}": {"deadline": now, "cost": 0.1, "playing": False} for n in range(newcomers)}
+    jobs["playing"] = {"deadline": now + 0.45, "cost": 0.1}
+    return await _run_order(jobs, WorkerPool(2, cores=1, levels=(1,)))
 
 
 async def test_a_playing_stream_goes_before_newcomers_only_when_those_ahead_would_make_it_late() -> None:
-    # behind one newcomer the window starts 0.15 s after it was queued, well before its latest start (0.35 s)
+    # behind one newcomer the window starts at 0.2 s, well before its latest start (0.35 s)
     assert await _order_behind(1) == ["new 0", "playing"]
-    # behind four it would start at 0.45 s: past its latest start, so it goes first
+    # behind four it would start at 0.5 s: past its latest start, so it goes first
     assert await _order_behind(4) == ["playing", "new 0", "new 1", "new 2", "new 3"]
