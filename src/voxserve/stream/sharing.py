@@ -190,7 +190,7 @@ class CoreSharing:
         slots that come free as the running jobs are expected to end."""
         assert self.cores is not None
         level = self._level(self.cores)
-        ends = sorted(max(now, h.started + h.job.cost) for h in self._running if not h.asked)
+        ends = sorted(now + h.remaining(now) for h in self._running if not h.asked)
         free_at = ([now] * (self._free // level) + ends)[: max(1, self.cores // level)]
         return first_late(free_at or [now], queue)
 
