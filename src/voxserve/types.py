@@ -71,12 +71,15 @@ class WordTiming:
 @dataclass(frozen=True)
 class SchedulerStats:
     """The synthesis worker pool now: model jobs running and waiting, calls stopped so far for a
-    stream's first audio (see :mod:`voxserve.stream.pool`), and the core-seconds streams hold per
-    core-second admission books for them (:class:`voxserve.stream.capacity.CoreMeter`; 1 until measured)."""
+    stream's first audio (see :mod:`voxserve.stream.pool`), how long before its listener runs dry a
+    playing stream's work is due (:mod:`voxserve.stream.margin`), and the core-seconds streams hold
+    per core-second admission books for them (:class:`voxserve.stream.capacity.CoreMeter`; 1 until
+    measured)."""
 
     running: int
     queued: int
     preemptions: int
+    playing_margin_s: float = 0.0
     core_factor: float = 1.0
 
 

@@ -33,11 +33,12 @@ def test_each_app_has_its_own_registry() -> None:
 
 def test_the_worker_pool_is_read_at_each_scrape() -> None:
     metrics = Metrics()
-    now = [SchedulerStats(running=2, queued=3, preemptions=5, core_factor=1.5)]
+    now = [SchedulerStats(running=2, queued=3, preemptions=5, playing_margin_s=0.25, core_factor=1.5)]
     metrics.watch_scheduler(lambda: now[0])
     text = metrics.render().decode()
     assert "voxserve_worker_jobs_running 2.0" in text and "voxserve_worker_jobs_queued 3.0" in text
     assert "voxserve_preemptions_total 5.0" in text and "voxserve_core_factor 1.5" in text
+    assert "voxserve_playing_margin_seconds 0.25" in text
     now[0] = SchedulerStats(running=0, queued=0, preemptions=6, core_factor=1.75)
     text = metrics.render().decode()
     assert "voxserve_preemptions_total 6.0" in text and "voxserve_core_factor 1.75" in text
@@ -46,3 +47,4 @@ def test_the_worker_pool_is_read_at_each_scrape() -> None:
 def test_a_running_server_exports_its_runtimes_pool(server: RunningServer, shared_runtime: Runtime) -> None:
     assert server.metric("voxserve_preemptions_total") == float(shared_runtime.pool.preemptions)
     assert server.metric("voxserve_core_factor") == shared_runtime.core_factor
+    assert server.metric("voxserve_playing_margin_seconds") == shared_runtime.pool.margin.margin_s

@@ -388,3 +388,29 @@ async def test_no_worker_job_is_spent_learning_that_a_segment_has_no_more_audio(
     chunks, session = await collect(fake_runtime, "af_heart", text)
     assert chunks and session.join_positions  # more than one segment, all spoken
     assert results and all(result is not None for result in results)
+
+
+async def test_a_playing_streams_work_is_due_the_pools_learned_margin_before_it_runs_dry(
+    fake_runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each playing job's deadline is the moment its listener runs dry less the margin the pool has
+    learned by then (:mod:`voxserve.stream.margin`); the session's own first jobs are among its samples."""
+    from voxserve.stream.margin import MarginMeter
+
+    pool = fake_runtime.pool
+    monkeypatch.setattr(pool, "margin", MarginMeter())
+    original = pool.run
+    gaps: list[tuple[float, float]] = []  # (runs dry at less the deadline, the margin then)
+
+    async def run(fn: Any, **kw: Any) -> Any:
+        if kw.get("playing", True):
+            gaps.append((session._clock.runs_dry_at - kw["deadline"], pool.margin.margin_s))
+        return await original(fn, **kw)
+
+    monkeypatch.setattr(pool, "run", run)
+    session = fake_runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
+    session.push_text(PARAGRAPH)
+    session.close()
+    assert [chunk async for chunk in session][-1].final
+    assert gaps and pool.margin.samples[0] >= 2  # the text and the first window were measured first
+    assert all(gap == pytest.approx(margin) and margin > 0 for gap, margin in gaps)

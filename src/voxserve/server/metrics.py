@@ -138,6 +138,12 @@ class _SchedulerCollector:
             stats.preemptions,
         )
         yield GaugeMetricFamily(
+            "voxserve_playing_margin_seconds",
+            "How long before its listener runs dry a playing stream's work is due: a new stream's first "
+            "job on a core plus a job's overrun of its learned cost (high quantiles of the last jobs).",
+            stats.playing_margin_s,
+        )
+        yield GaugeMetricFamily(
             "voxserve_core_factor",
             "Core-seconds the streams' jobs really hold per core-second their learned window costs book "
             "(admission scales every stream's share by it; 1 until measured under load).",

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from voxserve.engines.onnx import set_thread_budget, thread_budget
 from voxserve.engines.preemption import preemptible
 from voxserve.stream.jobs import ActiveStream, Hold, Job, cancel, deliver, set_exception, set_result
+from voxserve.stream.margin import MarginMeter
 from voxserve.stream.sharing import CoreSharing
 from voxserve.types import SchedulerStats
 
@@ -64,6 +65,7 @@ class WorkerPool(CoreSharing):
         self._closed = False
         self._busy = 0
         self.preemptions = 0  # model calls stopped for a job that was running late (for tests and metrics)
+        self.margin = MarginMeter()  # how long before its listener runs dry a playing stream's work is due
         self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
             thread.start()
@@ -83,9 +85,11 @@ class WorkerPool(CoreSharing):
             return self._busy
 
     def stats(self) -> SchedulerStats:
-        """Jobs running now, jobs waiting (queued, or stopped for a late one), and calls stopped."""
+        """Jobs running now, jobs waiting (queued, or stopped for a late one), calls stopped, and the
+        playing margin."""
         with self._cond:
-            return SchedulerStats(len(self._running), len(self._heap) + len(self._waiting), self.preemptions)
+            queued = len(self._heap) + len(self._waiting)
+            return SchedulerStats(len(self._running), queued, self.preemptions, self.margin.margin_s)
 
     @property
     def held_core_s(self) -> float:
@@ -169,6 +173,8 @@ class WorkerPool(CoreSharing):
             if self._closed:
                 raise RuntimeError("worker pool is closed")
             heapq.heappush(self._heap, job)
+            if job.first:
+                self.margin.expect(cost)
             self._preempt_for(job)
             self._cond.notify_all()
         return await future
@@ -274,6 +280,8 @@ class WorkerPool(CoreSharing):
                 setter, value = set_exception, exc
             with self._cond:  # the cores come back before the result: the caller's next job finds them free
                 self._busy -= 1
+                if setter is set_result:  # (since its last start, if it was stopped and made again)
+                    self.margin.ran(time.monotonic() - hold.started, job.cost, job.first)
                 self._release(hold)
                 self._cond.notify_all()
             deliver(job, setter, value)

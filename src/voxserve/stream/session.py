@@ -40,12 +40,6 @@ from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, 
 log = logging.getLogger(__name__)
 
 _END = object()
-# A playing stream's work is due this long before its listener runs dry. Newcomers' first audio queued
-# ahead of its job is counted by the pool (CoreSharing._gives_way); the margin covers the newcomer that may
-# already hold a core when the job is queued, and the job taking longer than its learned cost. Learned as
-# one newcomer's first audio, alone and with the pool's count, it let playing streams run dry
-# (docs/benchmarks.md, stops 46 and 47: "The playing margin learned ...", "First audios give way ...")
-PLAYING_MARGIN_S = 0.5
 _SENTENCE_END = frozenset('.!?。！？…"”)')
 
 
@@ -234,14 +228,15 @@ class SynthesisSession:
 
     def _deadline(self) -> float:
         """When the next unit of audio is needed: at once for the first audio, else when the listener,
-        playing from the first audio in real time, runs out (the moment the server counts a stall).
-        Never while the consumer is not reading: its audio waits in the queue, and the cores are better
-        spent on streams that are read (the pool holds jobs back for streams due soon)."""
+        playing from the first audio in real time, runs out (the moment the server counts a stall), less
+        the playing margin learned by the pool (:mod:`voxserve.stream.margin`). Never while the consumer
+        is not reading: its audio waits in the queue, and the cores are better spent on streams that are
+        read (the pool holds jobs back for streams due soon)."""
         if self._unread:
             return math.inf
         if self._clock.runs_dry_at is None:
             return self._t_text or time.monotonic()
-        return self._clock.runs_dry_at - PLAYING_MARGIN_S
+        return self._clock.runs_dry_at - self._pool.margin.margin_s
 
     async def _pace(self) -> None:
         if not self._config.pace or self._clock.runs_dry_at is None:
