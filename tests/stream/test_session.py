@@ -394,7 +394,8 @@ async def test_a_playing_streams_work_is_due_the_pools_learned_margin_before_it_
     fake_runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each playing job's deadline is the moment its listener runs dry less the margin the pool has
-    learned by then (:mod:`voxserve.stream.margin`); the session's own first jobs are among its samples."""
+    learned by then (:mod:`voxserve.stream.margin`); the session's own jobs are its samples: the first
+    audio's as a core held, the playing ones' as lateness against their plan."""
     from voxserve.stream.margin import MarginMeter
 
     pool = fake_runtime.pool
@@ -412,5 +413,6 @@ async def test_a_playing_streams_work_is_due_the_pools_learned_margin_before_it_
     session.push_text(PARAGRAPH)
     session.close()
     assert [chunk async for chunk in session][-1].final
-    assert gaps and pool.margin.samples[0] >= 2  # the text and the first window were measured first
+    first, playing = pool.margin.samples
+    assert gaps and first >= 2 and playing == len(gaps)  # the text and the first window, then the rest
     assert all(gap == pytest.approx(margin) and margin > 0 for gap, margin in gaps)

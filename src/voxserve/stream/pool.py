@@ -65,7 +65,9 @@ class WorkerPool(CoreSharing):
         self._closed = False
         self._busy = 0
         self.preemptions = 0  # model calls stopped for a job that was running late (for tests and metrics)
-        self.margin = MarginMeter()  # how long before its listener runs dry a playing stream's work is due
+        # how long before its listener runs dry a playing stream's work is due; the sessions teach it, as
+        # they see each job's work and when its result reached them
+        self.margin = MarginMeter()
         self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
             thread.start()
@@ -280,8 +282,6 @@ class WorkerPool(CoreSharing):
                 setter, value = set_exception, exc
             with self._cond:  # the cores come back before the result: the caller's next job finds them free
                 self._busy -= 1
-                if setter is set_result:  # (since its last start, if it was stopped and made again)
-                    self.margin.ran(time.monotonic() - hold.started, job.cost, job.first)
                 self._release(hold)
                 self._cond.notify_all()
             deliver(job, setter, value)

@@ -248,17 +248,18 @@ class SynthesisSession:
     async def _timed(self, fn: object, cost: float = 0.0) -> object:
         """Run ``fn`` on the pool with this stream's deadline and its expected ``cost`` (seconds)."""
 
-        def run() -> tuple[object, float]:
+        def run() -> tuple[object, float, float]:
             with work_timer() as spent:  # less any wait for cores after a preemption
                 result = fn()  # type: ignore[operator]
             if isinstance(result, EngineAudio):
                 self._windows.made(len(result.samples) / self.sample_rate)
-            return result, spent()
+            return result, spent(), time.monotonic()
 
         playing = self._clock.first_at is not None
-        result, spent = await self._pool.run(
+        result, spent, done = await self._pool.run(
             run, deadline=self._deadline(), cost=cost, playing=playing, stream=self._stream
         )
+        self._pool.margin.ran(spent, cost, first=not playing, landed_s=time.monotonic() - done)
         self._compute_s += spent
         return result
 
