@@ -102,6 +102,7 @@ PANELS: dict[str, tuple[str, str | None]] = {
     "Errors by code": ("voxserve_requests_total", "transport, status"),
     "Resident memory": ("process_resident_memory_bytes", None),
     "Worker queue": ("voxserve_worker_jobs_queued", "instance"),
+    "Playing margin": ("voxserve_playing_margin_seconds", None),
 }  # title: (a metric it reads, its grouping: per engine/transport, per replica, or each series as is)
 
 
