@@ -395,17 +395,21 @@ async def test_a_playing_streams_work_is_due_the_pools_learned_margin_before_it_
 ) -> None:
     """Each playing job's deadline is the moment its listener runs dry less the margin the pool has
     learned by then (:mod:`voxserve.stream.margin`); the session's own jobs are its samples: the first
-    audio's as a core held, the playing ones' as lateness against their plan."""
+    audio's as a core held, the playing ones' as lateness against their plan. Before any is measured,
+    the session's first job is priced at its expected cost."""
     from voxserve.stream.margin import MarginMeter
 
     pool = fake_runtime.pool
     monkeypatch.setattr(pool, "margin", MarginMeter())
     original = pool.run
     gaps: list[tuple[float, float]] = []  # (runs dry at less the deadline, the margin then)
+    priced: list[tuple[float, float]] = []  # each first job's cost and the margin when it is submitted
 
     async def run(fn: Any, **kw: Any) -> Any:
         if kw.get("playing", True):
             gaps.append((session._clock.runs_dry_at - kw["deadline"], pool.margin.margin_s))
+        else:
+            priced.append((kw["cost"], pool.margin.margin_s))
         return await original(fn, **kw)
 
     monkeypatch.setattr(pool, "run", run)
@@ -416,3 +420,4 @@ async def test_a_playing_streams_work_is_due_the_pools_learned_margin_before_it_
     first, playing = pool.margin.samples
     assert gaps and first >= 2 and playing == len(gaps)  # the text and the first window, then the rest
     assert all(gap == pytest.approx(margin) and margin > 0 for gap, margin in gaps)
+    assert priced[0][0] > 0 and priced[0][1] == priced[0][0]  # nothing measured yet: its expected cost

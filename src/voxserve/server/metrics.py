@@ -140,7 +140,8 @@ class _SchedulerCollector:
         yield GaugeMetricFamily(
             "voxserve_playing_margin_seconds",
             "How long before its listener runs dry a playing stream's work is due: a new stream's first "
-            "job on a core plus a job's overrun of its learned cost (high quantiles of the last jobs).",
+            "job on a core plus how late a playing job's audio arrives against its learned cost (high "
+            "quantiles of the last jobs).",
             stats.playing_margin_s,
         )
         yield GaugeMetricFamily(

@@ -66,7 +66,7 @@ class WorkerPool(CoreSharing):
         self._busy = 0
         self.preemptions = 0  # model calls stopped for a job that was running late (for tests and metrics)
         # how long before its listener runs dry a playing stream's work is due; the sessions teach it, as
-        # they see each job's work and when its result reached them
+        # they see each job's expected cost, its work, and when its result reached them
         self.margin = MarginMeter()
         self._threads = [threading.Thread(target=self._loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
@@ -175,8 +175,6 @@ class WorkerPool(CoreSharing):
             if self._closed:
                 raise RuntimeError("worker pool is closed")
             heapq.heappush(self._heap, job)
-            if job.first:
-                self.margin.expect(cost)
             self._preempt_for(job)
             self._cond.notify_all()
         return await future

@@ -256,6 +256,8 @@ class SynthesisSession:
             return result, spent(), time.monotonic()
 
         playing = self._clock.first_at is not None
+        if not playing:
+            self._pool.margin.expect(cost)
         result, spent, done = await self._pool.run(
             run, deadline=self._deadline(), cost=cost, playing=playing, stream=self._stream
         )
