@@ -112,3 +112,25 @@ async def test_a_cold_server_books_streams_at_their_first_jobs_cost_until_a_lone
         assert rt.stream_share("piper") == pytest.approx(share * rt.core_factor)
     finally:
         rt.close()
+
+
+async def test_the_warm_up_runs_a_stream_on_the_pools_workers_and_leaves_no_samples_behind(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A stream's first jobs on a fresh server ran up to twice their learned cost until the pool's
+    workers had run a stream, so the warm-up speaks once through a session on them (from inside a
+    running event loop too, as here). Its cold jobs are no stream's: the playing margin keeps none."""
+    from tests.conftest import FAKE_ENGINES
+
+    settings = Settings(_env_file=None, cache_dir=tmp_path_factory.mktemp("warm"), warm_languages=["none"])
+    cold = Runtime(settings, families=FAKE_ENGINES)
+    cold.load(warm=False)
+    warm = Runtime(settings, families=FAKE_ENGINES)
+    warm.load(warm=True)
+    try:
+        assert cold.pool.held_core_s == 0.0  # nothing ran on the workers
+        assert warm.pool.held_core_s > 0.0  # the warm-up's stream did
+        assert warm.pool.margin.samples == (0, 0) and warm.pool.margin.margin_s == 0.0
+    finally:
+        cold.close()
+        warm.close()

@@ -7,6 +7,7 @@ the heavy work (loading models, warming up) and may run in a thread.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -41,6 +42,9 @@ from voxserve.tuning import Tuning
 from voxserve.types import SchedulerStats, SynthesisParams, VoiceInfo
 
 log = logging.getLogger(__name__)
+
+# long enough for windows of several sizes: they teach the engine what a window costs here
+_WARM_TEXT = "Hello there, how are you today? I hope the weather is nice where you are."
 
 
 def batch_policy(settings: Settings, tuning: Tuning) -> BatchPolicy:
@@ -113,6 +117,7 @@ class Runtime:
             self._pool = self._build_pool(factory, cores)
             self._thread_levels = factory.levels if factory.elastic else (None,)
             if warm:
+                self._warm_workers()
                 self.warm_up()
                 self.frontend.warm(self._warm_languages())
             self.learn_voices(learn=warm)  # without warm-up, only what an earlier start saved
@@ -170,15 +175,16 @@ class Runtime:
             return self._families
         return {name: ENGINES[name] for name in self.settings.engines}
 
+    def _warm_voice(self, engine: Engine) -> str:
+        default = self.settings.default_voice
+        return default if default in {v.id for v in engine.voices()} else engine.voices()[0].id
+
     def warm_up(self) -> None:
         """Run the default voice once so the first request doesn't pay for lazy initialisation."""
-        default = self.settings.default_voice
         for engine in self._engines.values():
-            voice = default if default in {v.id for v in engine.voices()} else engine.voices()[0].id
+            voice = self._warm_voice(engine)
             lang = lang_for_voice(voice)
-            # long enough for windows of several sizes: they teach the engine what a window costs here
-            text = "Hello there, how are you today? I hope the weather is nice where you are."
-            segments = self.frontend.phonemize(text, lang, engine.alphabet, max_phonemes=engine.max_phonemes)
+            segments = self.frontend.phonemize(_WARM_TEXT, lang, engine.alphabet, max_phonemes=engine.max_phonemes)
             phonemes = " ".join(segment.phonemes for segment in segments)
             # the path requests take: split graphs and windows when windowed, else the whole model, once
             # at every thread count a job may get (elastic sessions): each has its own cost. The windows'
@@ -191,6 +197,28 @@ class Runtime:
                 with thread_budget(threads):
                     for _ in engine.stream(phonemes, voice, first_window_s=self.tuning.window_first_ms / 1000):
                         pass
+
+    def _warm_workers(self) -> None:
+        """Speak the warm-up text once per engine as a stream does: through a session, on the pool's
+        workers (in a thread of its own: the loading thread may be an event loop's). On a fresh server a
+        lone listener's second window came late, its first jobs there running up to twice the cost
+        learned on the loading thread (docs/benchmarks.md, "The first stream on a fresh server"). Their
+        cold samples are no stream's: :meth:`warm_up` learns the costs afresh, and the margin forgets them."""
+
+        async def speak() -> None:
+            for engine in self._engines.values():
+                voice = self._warm_voice(engine)
+                config = self.session_config(pace=False)
+                session = self._session(engine, SynthesisParams(voice=voice), lang_for_voice(voice), config)
+                session.push_text(_WARM_TEXT)
+                session.close()
+                async for _ in session:
+                    pass
+
+        worker = threading.Thread(target=asyncio.run, args=(speak(),), name="voxserve-warm")
+        worker.start()
+        worker.join()
+        self.pool.margin.clear()
 
     def learn_voices(self, learn: bool = True) -> None:
         """Teach windowed Kokoro every voice's decoder statistics and how to predict a sentence's (saved
@@ -347,13 +375,16 @@ class Runtime:
         lexicon = for_voice(params.lexicon, engine.alphabet, strict=True) + for_voice(
             server, engine.alphabet, strict=False
         )
+        return self._session(engine, replace(params, lexicon=lexicon), lang, config or self.session_config(pace=pace))
+
+    def _session(self, engine: Engine, params: SynthesisParams, lang: str, config: SessionConfig) -> SynthesisSession:
         return SynthesisSession(
             engine=engine,
             frontend=self.frontend,
             pool=self.pool,
-            params=replace(params, lexicon=lexicon),
+            params=params,
             lang=lang,
-            config=config or self.session_config(pace=pace),
+            config=config,
             on_audio=functools.partial(self._delivered, engine.name),
         )
 

@@ -53,3 +53,15 @@ def test_the_pool_exports_its_margin() -> None:
         assert pool.stats().playing_margin_s == 0.05
     finally:
         pool.close()
+
+
+def test_clearing_forgets_every_sample_and_the_stand_in() -> None:
+    meter = MarginMeter()
+    meter.expect(0.7)
+    meter.ran(1.4, 0.7, first=True)
+    meter.ran(0.5, 0.2, first=False)
+    assert meter.samples == (1, 1) and meter.margin_s > 0
+    meter.clear()
+    assert meter.samples == (0, 0) and meter.margin_s == 0.0
+    meter.expect(0.3)  # the stand-in starts again from what is submitted next
+    assert meter.margin_s == pytest.approx(0.3)

@@ -68,6 +68,13 @@ class MarginMeter:
                 return
             self._update()
 
+    def clear(self) -> None:
+        """Forget every sample (the server's warm-up, whose cold jobs are no stream's)."""
+        with self._lock:
+            self._first.clear()
+            self._late.clear()
+            self._expected = self.margin_s = 0.0
+
     def _update(self) -> None:
         blocked = _quantile(self._first) if self._first else self._expected
         self.margin_s = blocked + _quantile(self._late)
