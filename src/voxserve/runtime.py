@@ -202,7 +202,7 @@ class Runtime:
         """Speak the warm-up text once per engine as a stream does: through a session, on the pool's
         workers (in a thread of its own: the loading thread may be an event loop's). On a fresh server a
         lone listener's second window came late, its first jobs there running up to twice the cost
-        learned on the loading thread (docs/benchmarks.md, "The first stream on a fresh server"). Their
+        learned on the loading thread (docs/benchmarks.md, "The first listener of a fresh server"). Their
         cold samples are no stream's: :meth:`warm_up` learns the costs afresh, and the margin forgets them."""
 
         async def speak() -> None:
