@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from voxserve.engines.base import Engine
@@ -215,9 +216,8 @@ class Runtime:
                 async for _ in session:
                     pass
 
-        worker = threading.Thread(target=asyncio.run, args=(speak(),), name="voxserve-warm")
-        worker.start()
-        worker.join()
+        with ThreadPoolExecutor(1, thread_name_prefix="voxserve-warm") as warming:
+            warming.submit(asyncio.run, speak()).result()  # raises here what the warm-up raised
         self.pool.margin.clear()
 
     def learn_voices(self, learn: bool = True) -> None:
