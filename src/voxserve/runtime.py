@@ -206,10 +206,11 @@ class Runtime:
         learned on the loading thread (docs/benchmarks.md, "The first listener of a fresh server"). Their
         cold samples are no stream's: :meth:`warm_up` learns the costs afresh, and the margin forgets them."""
 
+        config = self.session_config(pace=False)
+
         async def speak() -> None:
             for engine in self._engines.values():
                 voice = self._warm_voice(engine)
-                config = self.session_config(pace=False)
                 session = self._session(engine, SynthesisParams(voice=voice), lang_for_voice(voice), config)
                 session.push_text(_WARM_TEXT)
                 session.close()
