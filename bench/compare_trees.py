@@ -15,6 +15,14 @@ the first, before its memory is read: both engines' memory after a load run is
 
     .venv/bin/python -m bench.compare_trees --old /tmp/old --voice en_US-joe-medium --levels 16 \
         --then af_heart:3 --then af_heart:4:ws:25 --then en_US-joe-medium:8:grpc:25
+
+``--hog AT:SECONDS`` takes the cores from the server for a moment of the first load: twice as many
+busy processes as the machine has cores start ``AT`` seconds into it and spin for ``SECONDS``. That is
+the noisy neighbour a shared machine has; what the loads after it see is what the server learned from
+it. A lone listener that runs dry under the hog, then two listeners:
+
+    .venv/bin/python -m bench.compare_trees --old /tmp/old --voice af_heart --levels 1 --duration 12 \
+        --hog 3:2 --then af_heart:2
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -74,6 +83,20 @@ def _peak_mib(server: subprocess.Popen[bytes]) -> str:
     return f"{int(kib) / 1024:.0f} MiB" if kib else "unknown"
 
 
+def _hog(spec: str) -> threading.Timer:
+    """Start (in ``AT`` seconds) busy processes, two per core, that spin for ``SECONDS``: ``AT:SECONDS``."""
+    at, seconds = (float(part) for part in spec.split(":"))
+    spin = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass"
+
+    def start() -> None:
+        for _ in range(2 * (os.cpu_count() or 1)):
+            subprocess.Popen([sys.executable, "-c", spin])
+
+    timer = threading.Timer(at, start)
+    timer.start()
+    return timer
+
+
 def _loads(args: argparse.Namespace) -> list[tuple[str, str, str, float | None]]:
     """(voice, levels, transport, tokens per second) of each load a round runs, in order."""
     loads = [(args.voice, args.levels, args.transport, args.incremental)]
@@ -101,6 +124,7 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for both servers")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds idle before RSS is read again")
     parser.add_argument("--then", action="append", default=[], help="VOICE:LEVELS[:TRANSPORT[:TOKENS_PER_S]]")
+    parser.add_argument("--hog", default=None, help="AT:SECONDS: busy processes during the first load")
     args = parser.parse_args()
     env_extra = dict(item.split("=", 1) for item in args.env)
     trees = {"old": args.old.resolve(), "new": args.new.resolve()}
@@ -123,7 +147,10 @@ def main() -> None:
                     command += ["--incremental", str(incremental)]
                 if args.saturation and k == 0:
                     command += ["--saturation", str(args.saturation)]
+                hog = _hog(args.hog) if args.hog and k == 0 else None
                 result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+                if hog is not None:
+                    hog.cancel()
                 if result.returncode:
                     failure += f"\n(exit {result.returncode}) {result.stderr.strip()[-400:]}"
                 tables.append((f"-- {voice} over {transport}\n" if k else "") + result.stdout.strip())

@@ -165,10 +165,23 @@ async def test_stalls_teach_the_limit_and_clean_streams_give_it_back() -> None:
         adm.observe(0.2, stalled=False)
     assert adm.limit == 1.0  # never above what the operator allows
     adm.release(0.2)
-    adm.release(0.2)
     for _ in range(20):
-        adm.observe(0.2, stalled=True)  # one stream playing, stalling again and again
+        adm.observe(0.2, stalled=True)  # two streams playing, stalling again and again
     assert adm.limit == pytest.approx(0.2)  # never below one stream
+
+
+async def test_a_listener_that_runs_dry_alone_leaves_the_limit_where_it_was() -> None:
+    """Only a stall beside other streams says the load was too much: a lone stream's (a fresh server's
+    first request, another process taking the cores) would otherwise refuse a second listener for the
+    next hundred streams."""
+    adm = Admission(max_streams=100, max_queue=0, max_load=0.8)
+    await adm.acquire(0.35)
+    for _ in range(3):
+        adm.observe(0.35, stalled=True)
+    assert adm.limit == pytest.approx(0.8) and adm.fits(0.35)
+    await adm.acquire(0.35)
+    adm.observe(0.35, stalled=True)  # the same stall with a second stream playing lowers it
+    assert adm.limit == pytest.approx(0.45) and not adm.fits(0.35)
 
 
 async def test_a_burst_owes_what_it_did_not_take_off_the_limit_and_never_more_than_the_limit() -> None:

@@ -7,7 +7,10 @@ quiet machine don't do.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
+from collections.abc import Iterator
 
 import grpc
 import httpx
@@ -87,19 +90,37 @@ def test_a_stall_lowers_admissions_limit_at_once_not_when_the_stream_ends() -> N
     admission = running.state.admission
     try:
         full = admission.limit
-        with httpx.stream(
-            "POST",
-            running.base + "/v1/audio/speech",
-            json={"input": "hello", "voice": "fake", "response_format": "pcm"},
-            timeout=10,
-        ) as response:
-            chunks, received = response.iter_bytes(), 0
-            while received < 0.5 * 16_000 * 2:  # through the late chunk: the stall is counted as it arrives
-                received += len(next(chunks))
-            assert admission.active == 1  # the stream is still playing
-            assert admission.limit == pytest.approx(full - admission.share(None))  # one stream fewer
-            assert running.metric("voxserve_admission_limit") == pytest.approx(admission.limit)  # exported
-            list(chunks)
-        assert admission.limit == pytest.approx(full - admission.share(None))  # its end does not count it again
+        with _speech(running) as response:
+            list(_through_the_stall(response))
+        assert admission.limit == full  # alone, it had the cores to itself: fewer streams would not help
+        with connect(running.ws) as beside:  # a second stream, booked while it has text and is not closed
+            beside.send(json.dumps({"type": "config", "voice": "fake", "format": "pcm"}))
+            beside.send(json.dumps({"type": "text", "text": "hello"}))
+            while admission.active < 1:
+                time.sleep(0.01)
+            with _speech(running) as response:
+                chunks = _through_the_stall(response)
+                assert admission.active == 2  # the stream is still playing
+                assert admission.limit == pytest.approx(full - admission.share(None))  # one stream fewer
+                assert running.metric("voxserve_admission_limit") == pytest.approx(admission.limit)  # exported
+                list(chunks)
+            assert admission.limit == pytest.approx(full - admission.share(None))  # its end does not count it again
     finally:
         running.stop()
+
+
+def _speech(running: RunningServer) -> contextlib.AbstractContextManager[httpx.Response]:
+    return httpx.stream(
+        "POST",
+        running.base + "/v1/audio/speech",
+        json={"input": "hello", "voice": "fake", "response_format": "pcm"},
+        timeout=10,
+    )
+
+
+def _through_the_stall(response: httpx.Response) -> Iterator[bytes]:
+    """Read ``response`` through its late chunk (the stall is counted as it arrives); returns the rest."""
+    chunks, received = response.iter_bytes(), 0
+    while received < 0.5 * 16_000 * 2:
+        received += len(next(chunks))
+    return chunks

@@ -14,7 +14,10 @@ first stream is always admitted.
 The limit also learns from the streams themselves. The shares say what the cores can compute; whether
 the scheduler turns that into audio on time is measured by the server's own underrun count. Each stream
 whose listener runs dry lowers the limit by its share, at its first stall so that streams arriving
-meanwhile do not pile on (never below one stream). When it stalled at a load above the limit (streams
+meanwhile do not pile on (never below one stream). A stream that runs dry while no other is running
+teaches nothing: admitting fewer could not have spared it (the first stream is always admitted). Such
+a stall comes from elsewhere (a fresh server's first request, another process taking the cores), and
+lowering the limit for it would refuse a second listener for the next hundred streams. When it stalled at a load above the limit (streams
 admitted before an earlier stall lowered it: the same overload), the limit goes only to one stream
 under that load, so one overload lowers it once, not once per stalled stream: lowering it by every
 stream a burst stalls would leave room for one stream at the end of it. What such a stream did not take
@@ -87,6 +90,8 @@ class Admission:
     def observe(self, share: float | None, stalled: bool) -> None:
         """A stream of ``share`` stalled, or ended clean: move the limit (see above)."""
         booked = self.share(share)
+        if stalled and self._load <= booked + _EPS:
+            return  # it ran dry with the cores to itself: no admission could have spared it
         if stalled:
             lowered = max(booked, min(self._limit, max(self._load, self._limit) - booked))
             self._debt = min(self._debt + booked - max(0.0, self._limit - lowered), lowered)
