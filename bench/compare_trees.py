@@ -65,12 +65,25 @@ def _serve(tree: Path, port: int, env_extra: dict[str, str]) -> subprocess.Popen
     raise RuntimeError(f"the server from {tree} was not ready in 600 s")
 
 
+def _metric(port: int, name: str) -> float | None:
+    """The sum of a metric's samples, whatever their labels, in the server's /metrics (None: none)."""
+    lines = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text.splitlines()
+    samples = [float(line.split()[-1]) for line in lines if line.startswith((name + " ", name + "{"))]
+    return sum(samples) if samples else None
+
+
 def _rss_mib(port: int) -> str:
     """The server's resident memory after the load, from its /metrics."""
-    for line in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text.splitlines():
-        if line.startswith("process_resident_memory_bytes "):
-            return f"{float(line.split()[1]) / 2**20:.0f} MiB"
-    return "unknown"
+    rss = _metric(port, "process_resident_memory_bytes")
+    return "unknown" if rss is None else f"{rss / 2**20:.0f} MiB"
+
+
+def _learned(port: int) -> str:
+    """What admission has learned so far: its limit (from the streams the server saw stall) and the core
+    meter's factor."""
+    limit, factor = _metric(port, "voxserve_admission_limit"), _metric(port, "voxserve_core_factor")
+    stalled = _metric(port, "voxserve_stalled_streams_total")
+    return f"(then streams the server saw stall {stalled}, admission limit {limit}, core factor {factor})"
 
 
 def _peak_mib(server: subprocess.Popen[bytes]) -> str:
@@ -154,6 +167,7 @@ def main() -> None:
                 if result.returncode:
                     failure += f"\n(exit {result.returncode}) {result.stderr.strip()[-400:]}"
                 tables.append((f"-- {voice} over {transport}\n" if k else "") + result.stdout.strip())
+                tables.append(_learned(args.port))
             rss = _rss_mib(args.port)
             time.sleep(args.settle)
             settled = _rss_mib(args.port)

@@ -90,7 +90,7 @@ class Admission:
     def observe(self, share: float | None, stalled: bool) -> None:
         """A stream of ``share`` stalled, or ended clean: move the limit (see above)."""
         booked = self.share(share)
-        if stalled and self._load <= booked + _EPS:
+        if stalled and self._active <= 1:
             return  # it ran dry with the cores to itself: no admission could have spared it
         if stalled:
             lowered = max(booked, min(self._limit, max(self._load, self._limit) - booked))
