@@ -14,10 +14,7 @@ first stream is always admitted.
 The limit also learns from the streams themselves. The shares say what the cores can compute; whether
 the scheduler turns that into audio on time is measured by the server's own underrun count. Each stream
 whose listener runs dry lowers the limit by its share, at its first stall so that streams arriving
-meanwhile do not pile on (never below one stream). A stream that runs dry while no other is running
-teaches nothing: admitting fewer could not have spared it (the first stream is always admitted). Such
-a stall comes from elsewhere (a fresh server's first request, another process taking the cores), and
-lowering the limit for it would refuse a second listener for the next hundred streams. When it stalled at a load above the limit (streams
+meanwhile do not pile on (never below one stream). When it stalled at a load above the limit (streams
 admitted before an earlier stall lowered it: the same overload), the limit goes only to one stream
 under that load, so one overload lowers it once, not once per stalled stream: lowering it by every
 stream a burst stalls would leave room for one stream at the end of it. What such a stream did not take
@@ -27,6 +24,11 @@ only after about a hundred clean streams per stream it stalled, however many sta
 settles where about one stream in a hundred stalls (the capacity target of ``voxserve bench``) on this
 machine, under this traffic. The debt never exceeds the limit, so one bad minute is paid off within
 a hundred times the streams the limit admits.
+
+A stream that runs dry while no other is running teaches nothing: admitting fewer could not have
+spared it (the first stream is always admitted). Such a stall comes from elsewhere (a fresh server's
+first request, another process taking the cores), and lowering the limit for it would refuse a second
+listener for the next hundred streams.
 
 A stream that does not fit waits in a bounded FIFO queue for at most ``queue_timeout_s`` (that wait counts
 against its first audio), or is refused at once with :class:`Overloaded` when the queue is full or
