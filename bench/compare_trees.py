@@ -21,8 +21,8 @@ busy processes as the machine has cores start ``AT`` seconds into it and spin fo
 the noisy neighbour a shared machine has; what the loads after it see is what the server learned from
 it. A lone listener that runs dry under the hog, then two listeners:
 
-    .venv/bin/python -m bench.compare_trees --old /tmp/old --voice af_heart --levels 1 --duration 12 \
-        --hog 3:2 --then af_heart:2
+    .venv/bin/python -m bench.compare_trees --old /tmp/old --voice af_heart --levels 1 --duration 20 \
+        --hog 3:3 --then af_heart:2
 """
 
 from __future__ import annotations
@@ -102,8 +102,9 @@ def _hog(spec: str) -> threading.Timer:
     spin = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass"
 
     def start() -> None:
-        for _ in range(2 * (os.cpu_count() or 1)):
-            subprocess.Popen([sys.executable, "-c", spin])
+        hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(2 * (os.cpu_count() or 1))]
+        for hog in hogs:
+            hog.wait()
 
     timer = threading.Timer(at, start)
     timer.start()
