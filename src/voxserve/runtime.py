@@ -177,6 +177,7 @@ class Runtime:
         return {name: ENGINES[name] for name in self.settings.engines}
 
     def _warm_voice(self, engine: Engine) -> str:
+        """The voice the warm-up speaks with: the default one where ``engine`` has it, else its first."""
         default = self.settings.default_voice
         return default if default in {v.id for v in engine.voices()} else engine.voices()[0].id
 
@@ -201,11 +202,10 @@ class Runtime:
 
     def _warm_workers(self) -> None:
         """Speak the warm-up text once per engine as a stream does: through a session, on the pool's
-        workers (in a thread of its own: the loading thread may be an event loop's). On a fresh server a
-        lone listener's second window came late, its first jobs there running up to twice the cost
-        learned on the loading thread (docs/benchmarks.md, "The first listener of a fresh server"). Their
-        cold samples are no stream's: :meth:`warm_up` learns the costs afresh, and the margin forgets them."""
-
+        workers (in a thread of its own: the loading thread may be an event loop's). A fresh server's first
+        jobs on those workers run longer than the costs learned on the loading thread, and a lone
+        listener's second window came late (docs/benchmarks.md, "The first listener of a fresh server").
+        Their cold samples are no stream's: :meth:`warm_up` learns the costs afresh, the margin forgets them."""
         config = self.session_config(pace=False)
 
         async def speak() -> None:
