@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from pydantic import ValidationError
+
 from voxserve.errors import VoxError
 from voxserve.limits import MAX_OUTPUT_RATE as MAX_RATE
 from voxserve.limits import MIN_OUTPUT_RATE as MIN_RATE
@@ -36,24 +38,28 @@ _FORMAT_BY_EXTENSION = {
 }
 
 
+# Settings a command-line flag may set (``--max-streams``); the rest come from the environment only.
+_FLAGS = (
+    "cache_dir",
+    "model_path",
+    "host",
+    "port",
+    "grpc_port",
+    "intra_op_threads",
+    "max_streams",
+    "max_queue",
+    "tls_certfile",
+    "tls_keyfile",
+    "rate_limit_per_minute",
+    "shutdown_grace_s",
+    "default_voice",
+    "lexicon",
+)
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, object] = {}
-    for field in (
-        "cache_dir",
-        "model_path",
-        "host",
-        "port",
-        "grpc_port",
-        "intra_op_threads",
-        "max_streams",
-        "max_queue",
-        "tls_certfile",
-        "tls_keyfile",
-        "rate_limit_per_minute",
-        "shutdown_grace_s",
-        "default_voice",
-        "lexicon",
-    ):
+    for field in _FLAGS:
         value = getattr(args, field, None)
         if value is not None:
             overrides[field] = value
@@ -136,7 +142,7 @@ async def _say(args: argparse.Namespace, settings: Settings, text: str) -> int:
         target = Path(args.output) if args.output else None
         if target is None and args.play:
             target = Path(tempfile.mkstemp(suffix=f".{request.format}")[1])
-        async with state.admission.slot(service.share(request)):
+        async with state.admission.slot(service.price(request)):
             utterance = service.speak(request, "cli")
             partial, sink = _open_partial(target) if target else (None, sys.stdout.buffer)
             try:
@@ -323,6 +329,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except VoxError as exc:
         print(f"voxserve: error: {exc.message}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:  # a setting out of range, from the environment or a flag
+        for error in exc.errors():
+            name = ".".join(str(part) for part in error["loc"])
+            where = f"VOXSERVE_{name.upper()}" + (", or its flag" if name in _FLAGS else "")
+            print(f"voxserve: error: setting {name} ({where}): {error['msg']}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

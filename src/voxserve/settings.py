@@ -133,7 +133,8 @@ class Settings(BaseSettings):
         le=4.0,
         description="Admit a new stream only while the streams' predicted demand, from costs measured on this "
         "machine, stays within this fraction of its cores (1.0: every core; the default leaves a fifth for the "
-        "moments demand exceeds its average). /readyz answers 503 'full' beyond it.",
+        "moments demand exceeds its average; above 1 books more than the cores can feed, and listeners stall: "
+        "for measuring saturation). /readyz answers 503 'full' beyond it.",
     )
     max_streams: int = Field(
         default=128, ge=1, description="Ceiling on concurrent synthesis streams, whatever they cost."

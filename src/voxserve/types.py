@@ -111,7 +111,9 @@ class AudioChunk:
     """A piece of a stream's audio, as sent to clients.
 
     ``offset`` is the index of its first sample from the start of the stream.
-    ``words`` holds the timings of words whose start falls inside this chunk.
+    ``words`` holds the timings of words whose start falls inside this chunk. ``resumed``: the listener
+    ran dry waiting for the client's text, and its playback starts again with this chunk
+    (:meth:`voxserve.stream.playback.PlaybackClock.text_arrived`).
     """
 
     samples: FloatAudio
@@ -120,6 +122,7 @@ class AudioChunk:
     index: int
     words: tuple[WordTiming, ...] = field(default_factory=tuple)
     final: bool = False
+    resumed: bool = False
 
     @property
     def duration_s(self) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,19 @@ def test_errors_are_one_clear_line_and_a_nonzero_exit(tmp_path: Path) -> None:
     assert lines[-1].startswith("voxserve: error:") and "unknown voice" in lines[-1]
     result = run("-q", "say", "Hi.", "-v", "en_US-joe-medium", "-f", "wma", "-o", str(tmp_path / "x.wma"))
     assert result.returncode == 2 and "wma" in result.stderr
+
+
+def test_a_setting_out_of_range_is_one_line_naming_its_variable() -> None:
+    env = {**os.environ, "VOXSERVE_MAX_LOAD": "0"}
+    result = subprocess.run(
+        [*VOXSERVE, "-q", "serve", "--max-streams", "0"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 2
+    lines = sorted(line for line in result.stderr.splitlines() if line.strip())
+    assert "Traceback" not in result.stderr and len(lines) == 2, result.stderr
+    assert lines[0].startswith("voxserve: error: setting max_load (VOXSERVE_MAX_LOAD): ")
+    assert "greater than 0" in lines[0]
+    assert lines[1].startswith("voxserve: error: setting max_streams (VOXSERVE_MAX_STREAMS, or its flag): ")
 
 
 def test_voices_lists_both_engines() -> None:

@@ -10,20 +10,20 @@ from voxserve.server.admission import Admission
 
 async def test_cap_queue_and_refusal() -> None:
     seen: list[tuple[int, int]] = []
-    adm = Admission(max_streams=2, max_queue=1, on_change=lambda a, q, load, limit: seen.append((a, q)))
-    await adm.acquire()
-    await adm.acquire()
+    adm = Admission(max_streams=2, max_queue=1, on_change=lambda a, q, limit: seen.append((a, q)))
+    first = await adm.acquire()
+    second = await adm.acquire()
     waiter = asyncio.create_task(adm.acquire())
     await asyncio.sleep(0)
     assert (adm.active, adm.queued) == (2, 1)
     with pytest.raises(Overloaded) as info:
         await adm.acquire()
     assert info.value.retry_after_s is not None
-    adm.release()  # hands the slot to the waiter
-    await asyncio.wait_for(waiter, 1)
+    adm.release(first)  # hands the slot to the waiter
+    third = await asyncio.wait_for(waiter, 1)
     assert (adm.active, adm.queued) == (2, 0)
-    adm.release()
-    adm.release()
+    adm.release(second)
+    adm.release(third)
     assert adm.active == 0
     assert seen[-1] == (0, 0)
 
@@ -38,14 +38,14 @@ async def test_queue_timeout_refuses() -> None:
 
 async def test_cancelled_waiter_leaves_queue() -> None:
     adm = Admission(max_streams=1, max_queue=5)
-    await adm.acquire()
+    held = await adm.acquire()
     waiter = asyncio.create_task(adm.acquire())
     await asyncio.sleep(0)
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert adm.queued == 0
-    adm.release()
+    adm.release(held)
     assert adm.active == 0
 
 
@@ -75,19 +75,18 @@ def test_queue_timeout_comes_from_settings(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 async def test_streams_are_admitted_by_their_share_of_the_machine() -> None:
-    loads: list[float] = []
-    adm = Admission(max_streams=100, max_queue=0, on_change=lambda a, q, load, limit: loads.append(load))
+    adm = Admission(max_streams=100, max_queue=0)
     booked = [await adm.acquire(0.3) for _ in range(3)]  # 0.9 of the cores
     assert adm.load == pytest.approx(0.9)
     assert adm.fits(0.1) and not adm.fits(0.3)
     with pytest.raises(Overloaded, match="capacity"):
         await adm.acquire(0.3)  # would take the load to 1.2: refused at once, nothing queued
-    assert await adm.acquire(0.05) == 0.05  # a cheaper engine's stream still fits
-    assert loads[-1] == pytest.approx(0.95)
+    cheap = await adm.acquire(0.05)  # a cheaper engine's stream still fits
+    assert adm.load == pytest.approx(0.95)
     adm.release(booked[0])
     assert adm.fits(0.3)
-    for share in [*booked[1:], 0.05]:
-        adm.release(share)
+    for booking in [*booked[1:], cheap]:
+        adm.release(booking)
     assert adm.load == 0.0 and adm.active == 0
 
 
@@ -103,26 +102,28 @@ async def test_a_waiting_stream_starts_when_enough_capacity_is_freed() -> None:
     await asyncio.sleep(0)
     assert adm.queued == 2
     adm.release(first)  # both fit now, in order
-    assert await asyncio.wait_for(big, 1) == 0.5
-    assert await asyncio.wait_for(small, 1) == 0.05
+    assert (await asyncio.wait_for(big, 1)).price() == 0.5
+    assert (await asyncio.wait_for(small, 1)).price() == 0.05
     assert adm.load == pytest.approx(0.55)
 
 
 async def test_the_first_stream_is_always_admitted_and_unknown_costs_count_as_slots() -> None:
     adm = Admission(max_streams=4, max_queue=0)
-    await adm.acquire(1.7)  # a machine too slow for even one real-time stream still serves one
+    slow = await adm.acquire(1.7)  # a machine too slow for even one real-time stream still serves one
     with pytest.raises(Overloaded):
         await adm.acquire(0.01)
-    adm.release(1.7)
-    for _ in range(4):  # no learned cost: each stream books 1 / max_streams
-        assert await adm.acquire(None) == pytest.approx(0.25)
+    adm.release(slow)
+    for n in range(1, 5):  # no learned cost: each stream books 1 / max_streams
+        await adm.acquire(None)
+        assert adm.load == pytest.approx(0.25 * n)
     assert not adm.fits(None)
 
 
 async def test_unknown_costs_fill_a_limit_below_every_core_with_max_streams() -> None:
     adm = Admission(max_streams=4, max_queue=0, max_load=0.8)
-    for _ in range(4):  # a GPU learns no share: max_streams streams still fit under the headroom
-        assert await adm.acquire(None) == pytest.approx(0.2)
+    for n in range(1, 5):  # a GPU learns no share: max_streams streams still fit under the headroom
+        await adm.acquire(None)
+        assert adm.load * adm.limit == pytest.approx(0.2 * n)
     assert adm.load == pytest.approx(1.0) and not adm.fits(None)
     with pytest.raises(Overloaded):
         await adm.acquire(None)
@@ -141,8 +142,7 @@ async def test_the_default_admits_up_to_four_fifths_of_the_measured_capacity() -
 
 async def test_stalls_teach_the_limit_and_clean_streams_give_it_back() -> None:
     adm = Admission(max_streams=100, max_queue=0, max_load=1.0)
-    for _ in range(5):
-        await adm.acquire(0.2)  # every core booked
+    streams = [await adm.acquire(0.2) for _ in range(5)]  # every core booked
     adm.observe(0.2, stalled=True)  # the cores were enough on paper, but a listener still ran dry
     assert adm.limit == pytest.approx(0.8) and adm.load == pytest.approx(1.0 / 0.8)
     for _ in range(3):
@@ -150,8 +150,8 @@ async def test_stalls_teach_the_limit_and_clean_streams_give_it_back() -> None:
     assert adm.limit == pytest.approx(0.8) and not adm.fits(0.2)
     with pytest.raises(Overloaded):
         await adm.acquire(0.2)
-    adm.release(0.2)
-    adm.release(0.2)
+    adm.release(streams.pop())
+    adm.release(streams.pop())
     assert adm.fits(0.2)  # a load of 0.6: another fits under 0.8
     adm.observe(0.2, stalled=True)  # a stall below the limit: a new overload lowers it by one stream
     assert adm.limit == pytest.approx(0.6) and not adm.fits(0.2)
@@ -164,7 +164,7 @@ async def test_stalls_teach_the_limit_and_clean_streams_give_it_back() -> None:
     for _ in range(1000):
         adm.observe(0.2, stalled=False)
     assert adm.limit == 1.0  # never above what the operator allows
-    adm.release(0.2)
+    adm.release(streams.pop())
     for _ in range(20):
         adm.observe(0.2, stalled=True)  # two streams playing, stalling again and again
     assert adm.limit == pytest.approx(0.2)  # never below one stream
@@ -206,3 +206,21 @@ async def test_a_burst_owes_what_it_did_not_take_off_the_limit_and_never_more_th
     for _ in range(300 + 100):
         small.observe(0.25, stalled=False)  # the debt is at most the limit (three streams): then it rises
     assert small.limit == pytest.approx(1.0)
+
+
+async def test_running_streams_are_priced_by_what_is_learned_now() -> None:
+    """A fresh server books its first streams at their first job's cost until the core meter's first
+    sample. A booking holds what prices it, so such a stream counts at the learned cost once there is
+    one, not at its first price to its end (the first long stream of a new replica held it full)."""
+    price = 0.9
+    adm = Admission(max_streams=100, max_queue=0, max_load=0.8)
+    await adm.acquire(lambda: price)
+    assert adm.load == pytest.approx(0.9 / 0.8)
+    with pytest.raises(Overloaded):
+        await adm.acquire(0.05)
+    price = 0.35  # the meter's first sample
+    assert adm.load == pytest.approx(0.35 / 0.8) and adm.fits(lambda: price)
+    await adm.acquire(lambda: price)
+    assert adm.load == pytest.approx(0.7 / 0.8) and not adm.fits(0.35)
+    price = 0.45  # the machine turned out slower: the streams running count at that, none is let in
+    assert adm.load == pytest.approx(0.9 / 0.8) and not adm.fits(0.05)

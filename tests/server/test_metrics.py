@@ -20,7 +20,8 @@ def test_each_app_has_its_own_registry() -> None:
     first, second = Metrics(), Metrics()
     first.count("http", "/v1/audio/speech", 200)
     first.observe_stream("piper", "v", "ws", ttfa_s=0.12, audio_s=2.0, compute_s=0.2)
-    first.on_admission(3, 1, 0.5, 0.75)
+    first.on_admission(3, 1, 0.75)
+    first.watch_load(lambda: 0.5)
     text = first.render().decode()
     assert 'voxserve_requests_total{route="/v1/audio/speech",status="200",transport="http"} 1.0' in text
     assert 'voxserve_time_to_first_audio_seconds_count{engine="piper",transport="ws",voice="v"} 1.0' in text

@@ -2,7 +2,7 @@
 running dry) and reports them in ``done``, the SSE end event, the gRPC trailer and /metrics.
 
 The sessions are scripted (tests/server/fakes.py): a stream falls behind on cue, which real models on a
-quiet machine don't do.
+quiet machine don't do. The last test runs real Piper: a client whose text pauses is no stall.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 
 from .fakes import ScriptedRuntime
-from .support import RunningServer, server_settings
+from .support import PIPER, RunningServer, ServerMaker, server_settings
 
 LATE = [(0.0, 0.2), (0.5, 0.3), (0.0, 0.3)]  # 0.2 s plays out, the next arrives 0.5 s later: ~0.3 s dry
 IN_TIME = [(0.0, 0.6), (0.1, 0.3), (0.1, 0.3)]
@@ -55,7 +55,7 @@ def test_a_late_chunk_is_reported_everywhere() -> None:
             timeout=10,
         ).text
         end = json.loads(next(line for line in events.splitlines() if "speech.audio.done" in line)[6:])
-        assert end["stall_s"] == pytest.approx(0.3, abs=0.12)
+        assert end["stall_s"] == pytest.approx(0.3, abs=0.12) and end["stalls"] == 1
 
         stub = pb_grpc.VoxServeStub(grpc.insecure_channel(running.grpc))
         call = stub.SynthesizeStream(pb.SynthesizeRequest(text="hello", voice="fake", format="pcm"), timeout=10)
@@ -124,3 +124,34 @@ def _through_the_stall(response: httpx.Response) -> Iterator[bytes]:
     while received < 0.5 * 16_000 * 2:
         received += len(next(chunks))
     return chunks
+
+
+def test_a_listener_waiting_for_the_clients_text_is_no_stall(make_server: ServerMaker) -> None:
+    """A voice agent's LLM pauses for longer than the audio already sent: the listener runs dry waiting
+    for the client's text. That is not the server's underrun, and counting it would lower the admission
+    limit for other callers; playback starts again with the next text's audio."""
+    running = make_server()
+    with connect(running.ws) as ws:
+        ws.send(json.dumps({"type": "config", "voice": PIPER, "format": "pcm"}))
+        ws.send(json.dumps({"type": "text", "text": "Hello there."}))
+        ws.send(json.dumps({"type": "flush"}))
+        first_s, timeout = 0.0, 30.0
+        with contextlib.suppress(TimeoutError):  # the flushed sentence, until nothing more comes
+            while True:
+                message = json.loads(ws.recv(timeout=timeout))
+                if message["type"] == "chunk":
+                    assert isinstance(ws.recv(timeout=5), bytes)
+                    first_s, timeout = first_s + message["duration_s"], 1.0
+        assert first_s > 0.3
+        time.sleep(first_s + 0.5)  # the listener has played it all and waits
+        ws.send(json.dumps({"type": "text", "text": "I was thinking about your question."}))
+        ws.send(json.dumps({"type": "close"}))
+        while (message := json.loads(ws.recv(timeout=30)))["type"] != "done":
+            if message["type"] == "chunk":
+                ws.recv(timeout=5)
+    assert message["audio_s"] > first_s + 0.5  # the second sentence was spoken
+    assert message["stalls"] == 0 and message["stall_s"] == 0.0
+    assert (
+        'voxserve_stalled_streams_total{engine="piper",transport="ws"} 1.0'
+        not in httpx.get(running.base + "/metrics").text
+    )

@@ -39,3 +39,22 @@ def test_ahead_and_deadline_follow_the_clock() -> None:
     assert clock.on_audio(4.0, 1.0) == pytest.approx(1.0)
     assert clock.on_audio(4.2, 0.0) == 0.0  # empty chunks carry no audio and move nothing
     assert clock.runs_dry_at == pytest.approx(5.0)
+
+
+def test_a_wait_for_the_clients_text_is_no_stall() -> None:
+    clock = PlaybackClock()
+    clock.on_audio(0.0, 1.0)  # plays until 1.0
+    assert not clock.text_arrived(0.5)  # text while audio is still playing: the listener goes on
+    assert clock.playing and clock.runs_dry_at == pytest.approx(1.0)
+    assert clock.text_arrived(3.0)  # the listener ran dry at 1.0 waiting for this text
+    assert not clock.playing and clock.ahead_s(3.2) == 0.0
+    assert clock.on_audio(3.4, 0.5) == 0.0  # playback starts again here, as at the first audio
+    assert clock.first_at == 0.0 and clock.audio_s == pytest.approx(1.5)
+    assert clock.on_audio(4.1, 0.5) == pytest.approx(0.2)  # a late chunk after that still counts
+    assert [(s.at_s, round(s.wait_s, 6)) for s in clock.stalls] == [(1.5, 0.2)]
+
+
+def test_text_before_any_audio_changes_nothing() -> None:
+    clock = PlaybackClock()
+    assert not clock.text_arrived(1.0)
+    assert clock.on_audio(2.0, 0.5) == 0.0 and clock.first_at == 2.0

@@ -54,7 +54,9 @@ class Ready:
 
 @dataclass(frozen=True)
 class Done:
-    """A context (or utterance) has ended; ``chunks`` and ``audio_s`` count what was sent for it."""
+    """A context (or utterance) has ended; ``chunks`` and ``audio_s`` count what was sent for it, and
+    ``stalls`` / ``stall_s`` the times and seconds its listener, playing from the first audio in real
+    time, would have waited for the server (docs/protocol.md)."""
 
     context_id: str | None
     utterance: int
@@ -62,6 +64,9 @@ class Done:
     chunks: int
     ttfa_ms: float | None
     cancelled: bool
+    rtf: float | None = None
+    stall_s: float = 0.0
+    stalls: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Done:
@@ -72,6 +77,9 @@ class Done:
             int(data.get("chunks", 0)),
             data.get("ttfa_ms"),
             bool(data.get("cancelled", False)),
+            data.get("rtf"),
+            float(data.get("stall_s", 0.0)),
+            int(data.get("stalls", 0)),
         )
 
 

@@ -2,8 +2,13 @@
 
 Each stream is booked with its *share*: the fraction of the cores one real-time stream of its engine
 keeps busy, from the window costs learned on this machine (:mod:`voxserve.stream.capacity`). The sum of
-the booked shares is the server's load. A new stream is admitted while the load with it stays within
-``max_load`` (1.0: every core), so streams already playing are never starved by one that arrives later.
+the booked shares is the server's load. A booking holds what prices its stream, not a number: the load
+adds up what each running stream costs by what is learned now. A fresh server's first streams are
+priced at their first job's cost until the core meter's first sample; once it has one, they count at
+the learned cost, so the first long stream of a new replica does not hold it full to its end.
+
+A new stream is admitted while the load with it stays within ``max_load`` (1.0: every core), so streams
+already playing are never starved by one that arrives later.
 Shares are what the streams cost on average, and deadlines are missed at the moments demand rises above
 it (streams starting together, sentence fronts falling together), so the operator's default leaves a
 fifth of the cores for them (:class:`voxserve.settings.Settings`). A stream whose cost is not known yet
@@ -39,13 +44,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 from voxserve.errors import Overloaded, ShuttingDown
 
+log = logging.getLogger("voxserve.server")
+
 _EPS = 1e-9
 _RECOVERY = 0.01  # of a clean stream's share given back to the limit: the stall rate it settles at
+
+Price = Callable[[], float | None]  # one stream's share now (None: not known)
+Share = float | Price | None  # what a stream is booked with: a share, what prices it, or unknown
+
+
+@dataclass(frozen=True, eq=False)
+class Booking:
+    """One admitted (or waiting) stream: what prices it. Compared by identity: two streams of one price
+    are two bookings."""
+
+    price: Price
+
+
+def _price(share: Share) -> Price:
+    return share if callable(share) else lambda: share
 
 
 class Admission:
@@ -54,7 +78,7 @@ class Admission:
         max_streams: int,
         max_queue: int,
         queue_timeout_s: float = 30.0,
-        on_change: Callable[[int, int, float, float], None] | None = None,
+        on_change: Callable[[int, int, float], None] | None = None,
         max_load: float = 1.0,
     ) -> None:
         self.max_streams = max_streams
@@ -63,17 +87,17 @@ class Admission:
         self.max_load = max_load
         self._limit = max_load  # learned from stalls, within (one stream, max_load]
         self._debt = 0.0  # shares stalled streams did not take off the limit, paid back before it rises
-        self._active = 0
-        self._load = 0.0
-        self._waiters: deque[tuple[asyncio.Future[None], float]] = deque()
+        self._bookings: set[Booking] = set()
+        self._waiters: deque[tuple[asyncio.Future[None], Booking]] = deque()
         self._draining = False
         self._idle = asyncio.Event()
         self._idle.set()
         self._on_change = on_change
+        self._changed()  # the gauges start at the limit, not at nothing
 
     @property
     def active(self) -> int:
-        return self._active
+        return len(self._bookings)
 
     @property
     def queued(self) -> int:
@@ -82,7 +106,15 @@ class Admission:
     @property
     def load(self) -> float:
         """The booked shares of the streams running now against the learned limit: 1.0 is full."""
-        return max(0.0, self._load) / self._limit
+        return self._booked() / self._limit
+
+    def _booked(self) -> float:
+        """The running streams' shares, priced now (each distinct price asked once)."""
+        prices: dict[Price, float] = {}
+        for booking in self._bookings:
+            if booking.price not in prices:
+                prices[booking.price] = self.share(booking.price())
+        return sum(prices[booking.price] for booking in self._bookings)
 
     @property
     def limit(self) -> float:
@@ -92,11 +124,17 @@ class Admission:
     def observe(self, share: float | None, stalled: bool) -> None:
         """A stream of ``share`` stalled, or ended clean: move the limit (see above)."""
         booked = self.share(share)
-        if stalled and self._active <= 1:
+        if stalled and self.active <= 1:
             return  # it ran dry with the cores to itself: no admission could have spared it
         if stalled:
-            lowered = max(booked, min(self._limit, max(self._load, self._limit) - booked))
+            lowered = max(booked, min(self._limit, max(self._booked(), self._limit) - booked))
             self._debt = min(self._debt + booked - max(0.0, self._limit - lowered), lowered)
+            log.warning(
+                "a listener ran dry beside %d other streams: admission limit %.3f -> %.3f of the cores",
+                self.active - 1,
+                self._limit,
+                lowered,
+            )
             self._limit = lowered
         else:
             gain = _RECOVERY * booked
@@ -114,11 +152,11 @@ class Admission:
         ``max_streams``."""
         return share if share is not None and share > 0 else self.max_load / self.max_streams
 
-    def fits(self, share: float | None = None) -> bool:
+    def fits(self, share: Share = None) -> bool:
         """Whether a stream of ``share`` could start now without taking the booked shares past the limit."""
-        if self._active >= self.max_streams:
+        if self.active >= self.max_streams:
             return False
-        return self._active == 0 or self._load + self.share(share) <= self._limit + _EPS
+        return not self._bookings or self._booked() + self.share(_price(share)()) <= self._limit + _EPS
 
     def start_draining(self) -> None:
         """Refuse new streams from now on; waiting requests are refused too."""
@@ -132,22 +170,23 @@ class Admission:
     async def wait_idle(self) -> None:
         await self._idle.wait()
 
-    async def acquire(self, share: float | None = None) -> float:
-        """Book a stream of ``share`` (see :meth:`share`); returns what :meth:`release` must be given."""
-        booked = self.share(share)
+    async def acquire(self, share: Share = None) -> Booking:
+        """Book a stream of ``share`` (see :meth:`share`; a callable prices it each time the load is
+        added up); returns what :meth:`release` must be given."""
+        booking = Booking(_price(share))
         if self._draining:
             raise ShuttingDown("server is shutting down", retry_after_s=5.0)
-        if not self._waiters and self.fits(booked):
-            self._take(booked)
-            return booked
+        if not self._waiters and self.fits(booking.price):
+            self._take(booking)
+            return booking
         if len(self._waiters) >= self.max_queue:
             raise Overloaded(
-                f"server at capacity ({self._active} streams, load {self.load:.2f}, {len(self._waiters)} queued); "
+                f"server at capacity ({self.active} streams, load {self.load:.2f}, {len(self._waiters)} queued); "
                 "retry shortly or use another replica",
                 retry_after_s=1.0,
             )
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (waiter, booked)
+        entry = (waiter, booking)
         self._waiters.append(entry)
         self._changed()
         try:
@@ -157,50 +196,46 @@ class Admission:
                 self._waiters.remove(entry)
                 self._changed()
             elif waiter.done() and not waiter.cancelled() and waiter.exception() is None:
-                self.release(booked)  # admitted just as we gave up: pass the room on
+                self.release(booking)  # admitted just as we gave up: pass the room on
             if isinstance(exc, asyncio.TimeoutError):
                 raise Overloaded("timed out waiting for capacity; retry shortly", retry_after_s=1.0) from None
             raise
-        return booked
+        return booking
 
-    def release(self, share: float | None = None) -> None:
-        """End a stream booked with ``share`` (what :meth:`acquire` returned) and admit waiters that now fit."""
-        self._active -= 1
-        self._load -= self.share(share)
-        if self._active == 0:
-            self._load = 0.0  # no drift from float sums
+    def release(self, booking: Booking) -> None:
+        """End a stream's ``booking`` (what :meth:`acquire` returned) and admit waiters that now fit."""
+        self._bookings.discard(booking)
         self._admit_waiters()
-        if self._active == 0:
+        if not self._bookings:
             self._idle.set()
         self._changed()
 
     @contextlib.asynccontextmanager
-    async def slot(self, share: float | None = None) -> AsyncIterator[None]:
-        booked = await self.acquire(share)
+    async def slot(self, share: Share = None) -> AsyncIterator[Booking]:
+        booking = await self.acquire(share)
         try:
-            yield
+            yield booking
         finally:
-            self.release(booked)
+            self.release(booking)
 
     def _admit_waiters(self) -> None:
         """Admit waiting streams in order while the first one fits (FIFO: no one is overtaken)."""
         while self._waiters:
-            waiter, booked = self._waiters[0]
+            waiter, booking = self._waiters[0]
             if waiter.done():
                 self._waiters.popleft()
                 continue
-            if not self.fits(booked):
+            if not self.fits(booking.price):
                 return
             self._waiters.popleft()
-            self._take(booked)
+            self._take(booking)
             waiter.set_result(None)
 
-    def _take(self, booked: float) -> None:
-        self._active += 1
-        self._load += booked
+    def _take(self, booking: Booking) -> None:
+        self._bookings.add(booking)
         self._idle.clear()
         self._changed()
 
     def _changed(self) -> None:
         if self._on_change is not None:
-            self._on_change(self._active, len(self._waiters), self.load, self._limit)
+            self._on_change(self.active, len(self._waiters), self._limit)

@@ -307,7 +307,7 @@ async def speak(
     await turn.wait_for_text()
     if turn.cancelled or not turn.has_text:
         return
-    async with service.state.admission.slot(service.share(turn.request)):  # Overloaded (full or draining): raised
+    async with service.state.admission.slot(service.price(turn.request)):  # Overloaded (full or draining): raised
         if turn.cancelled:
             return
         utterance = service.open(turn.request, transport, client)

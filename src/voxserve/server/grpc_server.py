@@ -167,7 +167,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     ) -> pb.SynthesizeResponse:
         service = self._state.service
         req = service.validate(grpc_request(request, one_message=True), needs_text=True)
-        async with self._state.admission.slot(service.share(req)):
+        async with self._state.admission.slot(service.price(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             parts: list[bytes] = []
             words: list[pb.WordTiming] = []
@@ -189,7 +189,7 @@ class VoxServeServicer(pb_grpc.VoxServeServicer):
     ) -> AsyncIterator[pb.AudioChunk]:
         service = self._state.service
         req = service.validate(grpc_request(request), needs_text=True)
-        async with self._state.admission.slot(service.share(req)):
+        async with self._state.admission.slot(service.price(req)):
             utterance = service.speak(req, "grpc", _client(context, self._state))
             async for chunk in utterance.chunks():
                 yield grpc_chunk(chunk)

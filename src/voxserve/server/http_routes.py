@@ -85,7 +85,7 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
     req = service.validate(http_request(body, _voice_for_model(service, body.model, body.voice)), needs_text=True)
     async with AsyncExitStack() as undo:
         held = AsyncExitStack()
-        await held.enter_async_context(state.admission.slot(service.share(req)))
+        await held.enter_async_context(state.admission.slot(service.price(req)))
         undo.push_async_callback(held.aclose)
         utterance = service.speak(req, "http", client_ip(request))
         undo.callback(utterance.cancel)

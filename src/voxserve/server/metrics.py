@@ -63,7 +63,7 @@ class Metrics:
         self.queue_depth = Gauge("voxserve_queue_depth", "Requests waiting for a stream slot.", registry=r)
         self.load = Gauge(
             "voxserve_load",
-            "Streams' predicted demand against this machine's measured capacity (1 = every core busy).",
+            "Booked shares of the running streams against the admission limit (1 = full: no more fit).",
             registry=r,
         )
         self.admission_limit = Gauge(
@@ -86,11 +86,15 @@ class Metrics:
         """Export the worker pool's state, read at each scrape."""
         self.registry.register(_SchedulerCollector(read))
 
-    def on_admission(self, active: int, queued: int, load: float, limit: float) -> None:
+    def on_admission(self, active: int, queued: int, limit: float) -> None:
         self.active_streams.set(active)
         self.queue_depth.set(queued)
-        self.load.set(load)
         self.admission_limit.set(limit)
+
+    def watch_load(self, read: Callable[[], float]) -> None:
+        """Export the load as ``read`` gives it at each scrape: the running streams are priced again as
+        costs are learned, with no admission event to tell."""
+        self.load.set_function(read)
 
     def observe_stream(
         self,

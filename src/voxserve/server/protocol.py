@@ -112,8 +112,9 @@ async def sse_events(utterance: Utterance, chunks: AsyncIterator[EncodedChunk]) 
             "type": "speech.audio.done",
             "usage": {"input_tokens": chars, "output_tokens": 0, "total_tokens": chars},
             "audio_s": round(summary.audio_s, 3),
-            "ttfa_ms": summary.ttfa_ms,
+            "ttfa_ms": None if summary.ttfa_ms is None else round(summary.ttfa_ms, 1),
             "stall_s": round(summary.stall_s, 3),
+            "stalls": summary.stalls,
         }
     )
 

@@ -8,7 +8,9 @@ request policy's (:mod:`voxserve.policy`); the rest of the behaviour lives here,
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from voxserve.errors import VoxError
@@ -34,6 +36,7 @@ class SpeechService:
         self.state = state
         self._policy: RequestPolicy | None = None
         self._live: set[Utterance] = set()
+        self._prices: dict[str, Callable[[], float | None]] = {}  # per engine: see price()
 
     # --- what the state holds and most callers read ---------------------------------------
     @property
@@ -69,13 +72,19 @@ class SpeechService:
         return self.policy.voice(voice_id)
 
     def share(self, request: SpeechRequest) -> float | None:
-        """What one real-time stream of this request's voice takes of the machine (admission's unit); None
-        when not known (no cost learned yet, or a voice no engine serves: the default one on a fake runtime)."""
+        """What one real-time stream of this request's voice takes of the machine now (admission's unit);
+        None when not known (no cost learned yet, or a voice no engine serves: the default one on a fake
+        runtime)."""
+        return self.price(request)()
+
+    def price(self, request: SpeechRequest) -> Callable[[], float | None]:
+        """What an admission booking of this request is priced by: its :meth:`share`, asked again each
+        time admission adds up the load (one callable per engine, so the sum asks each engine once)."""
         try:
             engine = self.voice(request.voice or self.settings.default_voice).engine
         except VoxError:
-            return None
-        return self.runtime.stream_share(engine)
+            return lambda: None
+        return self._prices.setdefault(engine, functools.partial(self.runtime.stream_share, engine))
 
     def engines(self) -> list[str]:
         return self.policy.book.engines()

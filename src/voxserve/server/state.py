@@ -66,6 +66,7 @@ class ServerState:
             on_change=metrics.on_admission,
             max_load=settings.max_load,
         )
+        metrics.watch_load(lambda: admission.load)
         limiter = RateLimiter(settings.rate_limit_per_minute)
         return cls(settings, runtime, metrics, lifecycle, admission, limiter, Authenticator(settings))
 

@@ -133,7 +133,10 @@ class Utterance:
                 offset, duration = self._audio_s, sent / rate
                 self._chunks += 1
                 self._audio_s += duration
-                if self._playback.on_audio(time.monotonic(), duration) > 0 and len(self._playback.stalls) == 1:
+                now = time.monotonic()
+                if chunk.resumed:  # its listener waited for the client's text: no stall of the server's
+                    self._playback.text_arrived(now)
+                if self._playback.on_audio(now, duration) > 0 and len(self._playback.stalls) == 1:
                     self._teach_admission(stalled=True)  # at once: streams arriving meanwhile must not pile on
                 yield EncodedChunk(chunk.index, offset, duration, data, words, chunk.final)
             if self.cancel_reason is not None:
@@ -206,6 +209,7 @@ class Utterance:
             "audio_s": round(self._audio_s, 3),
             "ttfa_ms": None if self._ttfa is None else round(self._ttfa * 1000.0, 1),
             "stall_s": round(stall_s, 3),
+            "stalls": len(self._playback.stalls),
             "status": status,
         }
         if self._service.settings.log_text:
@@ -213,7 +217,8 @@ class Utterance:
         access_log.info(json.dumps(line))
         fields: dict[str, object] = {"client": self._who, "ip": self._client, "transport": self._transport}
         fields["voice"] = self.voice.id
-        fields.update(chars=self._chars, audio_s=line["audio_s"], status=status, stall_s=line["stall_s"])
+        fields.update(chars=self._chars, audio_s=line["audio_s"], status=status)
+        fields.update(stall_s=line["stall_s"], stalls=line["stalls"])
         if "text" in line:
             fields["text"] = line["text"]
         audit.write(fields)

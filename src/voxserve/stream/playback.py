@@ -2,7 +2,11 @@
 
 The listener model is the one the scheduler and the load tool share: playback starts at the first
 audio and runs in real time; when the audio received so far runs out, the listener waits (a stall, or
-underrun) and resumes the moment the next audio arrives. The end of the stream is not a stall.
+underrun) and resumes the moment the next audio arrives. The end of the stream is not a stall, and
+neither is a wait for the client's own text: when a stream has spoken all the text it was sent and its
+listener runs dry before more comes (a voice agent's LLM pausing), playback starts again at the next
+audio, as at the first (:meth:`PlaybackClock.text_arrived`). Counting that wait would charge the server
+for its client, and the admission limit learns from these stalls.
 
 The same clock gives a playing stream's deadline: :attr:`PlaybackClock.runs_dry_at` is the moment its
 listener would run out of audio, which is when the next audio is due.
@@ -27,7 +31,7 @@ class PlaybackClock:
 
     def __init__(self) -> None:
         self.first_at: float | None = None  # when the first audio arrived (playback started)
-        self.runs_dry_at: float | None = None  # when the audio received so far is used up
+        self.runs_dry_at: float | None = None  # when the audio received so far is used up (None: not playing)
         self.audio_s = 0.0
         self.stalls: list[Stall] = []
 
@@ -40,13 +44,28 @@ class PlaybackClock:
     def stalled(self) -> bool:
         return bool(self.stalls)
 
+    @property
+    def playing(self) -> bool:
+        """Whether the listener plays: from the first audio on, but not after it waited for text until
+        the audio that text brings (:meth:`text_arrived`)."""
+        return self.runs_dry_at is not None
+
+    def text_arrived(self, now: float) -> bool:
+        """New text arrived at ``now`` for a stream that had spoken all it was sent. If its listener has
+        run dry by then, it was waiting for the client, not the server: playback starts again with the
+        next audio, as at the first, and that wait is no stall. Returns whether it did."""
+        if self.runs_dry_at is None or self.runs_dry_at > now:
+            return False
+        self.runs_dry_at = None
+        return True
+
     def on_audio(self, now: float, seconds: float) -> float:
         """Record ``seconds`` of audio arriving at ``now``; returns the wait it ended (0 when in time)."""
         if seconds <= 0:
             return 0.0
         wait = 0.0
         if self.runs_dry_at is None:
-            self.first_at = now
+            self.first_at = now if self.first_at is None else self.first_at
             self.runs_dry_at = now
         elif now > self.runs_dry_at:
             wait = now - self.runs_dry_at

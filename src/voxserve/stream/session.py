@@ -82,6 +82,8 @@ class SynthesisSession:
         self._control = RunControl()
         self._t_text: float | None = None
         self._t_first_audio: float | None = None
+        self._t_resumed: float | None = None  # when text came for a listener that ran dry waiting for it
+        self._resumed = False  # the next chunk starts the listener's playback again
         self._clock = PlaybackClock()  # the listener, playing from the first audio: when it runs dry
         self._windows = WindowPlanner(engine, pool, config, self._clock)
         self._stream: ActiveStream | None = None  # this stream in the pool, while it produces audio
@@ -207,10 +209,13 @@ class SynthesisSession:
     async def _produce(self) -> None:
         try:
             while True:
+                spoken = self._segments.empty()  # all the text sent so far: what comes next is the client's
                 segment = await self._segments.get()
                 if segment is _END:
                     break
                 assert isinstance(segment, TextSegment)
+                if spoken and self._clock.text_arrived(now := time.monotonic()):
+                    self._t_resumed, self._resumed = now, True  # due as a first audio is, from now
                 with self._pool.streaming(self._deadline, self._windows.spare_s) as self._stream:
                     await self._speak(segment)
             if self._samples_out == 0:
@@ -227,15 +232,16 @@ class SynthesisSession:
             await self._out.put(_END)
 
     def _deadline(self) -> float:
-        """When the next unit of audio is needed: at once for the first audio, else when the listener,
-        playing from the first audio in real time, runs out (the moment the server counts a stall), less
+        """When the next unit of audio is needed: at once for the first audio (and for the first after
+        its listener ran dry waiting for text), else when the listener, playing from the first audio in
+        real time, runs out (the moment the server counts a stall), less
         the playing margin learned by the pool (:mod:`voxserve.stream.margin`). Never while the consumer
         is not reading: its audio waits in the queue, and the cores are better spent on streams that are
         read (the pool holds jobs back for streams due soon)."""
         if self._unread:
             return math.inf
         if self._clock.runs_dry_at is None:
-            return self._t_text or time.monotonic()
+            return self._t_resumed or self._t_text or time.monotonic()
         return self._clock.runs_dry_at - self._pool.margin.margin_s
 
     async def _pace(self) -> None:
@@ -255,7 +261,7 @@ class SynthesisSession:
                 self._windows.made(len(result.samples) / self.sample_rate)
             return result, spent(), time.monotonic()
 
-        playing = self._clock.first_at is not None
+        playing = self._clock.playing
         if not playing:
             self._pool.margin.expect(cost)
         result, spent, done = await self._pool.run(
@@ -379,7 +385,10 @@ class SynthesisSession:
                 self._clock.on_audio(now, len(part) / self.sample_rate)
                 if self._t_first_audio is None:
                     self._t_first_audio = now
-            chunk = AudioChunk(part, self.sample_rate, self._samples_out, self._chunks, words, final=last)
+            chunk = AudioChunk(
+                part, self.sample_rate, self._samples_out, self._chunks, words, final=last, resumed=self._resumed
+            )
+            self._resumed &= not len(part)
             self._chunks += 1
             self._samples_out += len(part)
             self._unread = self._out.full()

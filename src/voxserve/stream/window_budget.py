@@ -126,7 +126,7 @@ class WindowPlanner:
         cfg = self.config
         cost, _, load = self.budget()
         first: float | None
-        if self.clock.first_at is None:
+        if not self.clock.playing:
             first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
         else:
             first = self.next_s(stream, starts_segment=True)
@@ -151,7 +151,7 @@ class WindowPlanner:
         if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
             return cfg.first_window_s
         largest = self.largest_s()
-        if self.clock.first_at is None:
+        if not self.clock.playing:
             return start_window_s(cfg.first_window_s, largest, cost, load)
         # a segment's first job runs its front before the window: that time comes off both bounds
         front = MARGIN * front_s(cost) if starts_segment else 0.0
@@ -172,7 +172,7 @@ class WindowPlanner:
         window may yet run at fewer threads than it was planned for, once the pool lets a new stream
         take a core because this one looked well supplied, and then come late. Nor only once its audio
         is delivered: the worker that decoded it picks its next job before the event loop delivers it."""
-        if self._made is None and self.clock.first_at is None:
+        if self._made is None and not self.clock.playing:
             return float("inf")
         cost, _, load = self.budget(held=True)
         if cost is None:
