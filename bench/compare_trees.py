@@ -40,14 +40,14 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _prepare(tree: Path) -> None:
+def prepare_tree(tree: Path) -> None:
     """Generate the tree's gRPC modules if it has none (a fresh ``git worktree`` lacks them: they are
     made at install time): its own ``setup.py`` makes them from its own proto."""
     if not (tree / "src/voxserve/server/grpc_gen").is_dir() and (tree / "setup.py").is_file():
         subprocess.run([sys.executable, "setup.py", "-q", "--version"], cwd=tree, check=True, capture_output=True)
 
 
-def _serve(tree: Path, port: int, env_extra: dict[str, str]) -> subprocess.Popen[bytes]:
+def serve_tree(tree: Path, port: int, env_extra: dict[str, str]) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), **env_extra}
     command = [sys.executable, "-m", "voxserve", "-q", "serve", "--port", str(port), "--grpc-port", str(port + 1)]
     server = subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -65,7 +65,7 @@ def _serve(tree: Path, port: int, env_extra: dict[str, str]) -> subprocess.Popen
     raise RuntimeError(f"the server from {tree} was not ready in 600 s")
 
 
-def _metric(port: int, name: str) -> float | None:
+def metric_sum(port: int, name: str) -> float | None:
     """The sum of a metric's samples, whatever their labels, in the server's /metrics (None: none)."""
     lines = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text.splitlines()
     samples = [float(line.split()[-1]) for line in lines if line.startswith((name + " ", name + "{"))]
@@ -74,15 +74,15 @@ def _metric(port: int, name: str) -> float | None:
 
 def _rss_mib(port: int) -> str:
     """The server's resident memory after the load, from its /metrics."""
-    rss = _metric(port, "process_resident_memory_bytes")
+    rss = metric_sum(port, "process_resident_memory_bytes")
     return "unknown" if rss is None else f"{rss / 2**20:.0f} MiB"
 
 
 def _learned(port: int) -> str:
     """What admission has learned so far: its limit (from the streams the server saw stall) and the core
     meter's factor."""
-    limit, factor = _metric(port, "voxserve_admission_limit"), _metric(port, "voxserve_core_factor")
-    stalled = _metric(port, "voxserve_stalled_streams_total")
+    limit, factor = metric_sum(port, "voxserve_admission_limit"), metric_sum(port, "voxserve_core_factor")
+    stalled = metric_sum(port, "voxserve_stalled_streams_total")
     return f"(then streams the server saw stall {stalled}, admission limit {limit}, core factor {factor})"
 
 
@@ -145,10 +145,10 @@ def main() -> None:
     order = [name for r in range(args.rounds) for name in (("old", "new") if r % 2 == 0 else ("new", "old"))]
     args.output.mkdir(parents=True, exist_ok=True)
     for tree in trees.values():
-        _prepare(tree)
+        prepare_tree(tree)
     summary: list[str] = []
     for n, name in enumerate(order):
-        server = _serve(trees[name], args.port, env_extra)
+        server = serve_tree(trees[name], args.port, env_extra)
         try:
             tables, failure = [], ""
             for k, (voice, levels, transport, incremental) in enumerate(_loads(args)):
