@@ -234,8 +234,8 @@ class SynthesisSession:
     def _deadline(self) -> float:
         """When the next unit of audio is needed: at once for the first audio (and for the first after
         its listener ran dry waiting for text), else when the listener, playing from the first audio in
-        real time, runs out (the moment the server counts a stall), less
-        the playing margin learned by the pool (:mod:`voxserve.stream.margin`). Never while the consumer
+        real time, runs out (the moment the server counts a stall), less the playing margin learned by
+        the pool (:mod:`voxserve.stream.margin`). Never while the consumer
         is not reading: its audio waits in the queue, and the cores are better spent on streams that are
         read (the pool holds jobs back for streams due soon)."""
         if self._unread:
@@ -388,7 +388,8 @@ class SynthesisSession:
             chunk = AudioChunk(
                 part, self.sample_rate, self._samples_out, self._chunks, words, final=last, resumed=self._resumed
             )
-            self._resumed &= not len(part)
+            if len(part):
+                self._resumed = False  # told once, with the first audio of the text that came
             self._chunks += 1
             self._samples_out += len(part)
             self._unread = self._out.full()
