@@ -23,7 +23,8 @@ from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from .fakes import ScriptedRuntime
 from .support import RunningServer, server_settings
 
-HELD = [(0.0, 0.2), (2.0, 0.2)]  # a stream that stays open for ~2 s
+# a stream that stays open for ~5 s: long enough for every transport to be refused meanwhile on a busy machine
+HELD = [(0.0, 0.2), (5.0, 0.2)]
 
 
 def test_a_full_replica_refuses_at_once_and_reports_full() -> None:
