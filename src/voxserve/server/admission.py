@@ -129,12 +129,13 @@ class Admission:
         if stalled:
             lowered = max(booked, min(self._limit, max(self._booked(), self._limit) - booked))
             self._debt = min(self._debt + booked - max(0.0, self._limit - lowered), lowered)
-            log.warning(
-                "a listener ran dry beside %d other streams: admission limit %.3f -> %.3f of the cores",
-                self.active - 1,
-                self._limit,
-                lowered,
-            )
+            if lowered < self._limit:  # a burst's later stalls are owed, not logged again
+                log.warning(
+                    "a listener ran dry beside %d other streams: admission limit %.3f -> %.3f of the cores",
+                    self.active - 1,
+                    self._limit,
+                    lowered,
+                )
             self._limit = lowered
         else:
             gain = _RECOVERY * booked
