@@ -164,6 +164,30 @@ async def test_shared_cores_a_lone_job_gets_them_all_concurrent_streams_one_each
         pool.close()
 
 
+async def test_shared_cores_are_split_by_what_the_streams_need() -> None:
+    """A stream that needs a tenth of the cores another needs (a Piper voice beside a Kokoro one) counts
+    as a tenth of a stream for the heavier one, whose jobs keep every core; the lighter one counts the
+    heavier one whole and decodes on a core. Streams of equal need split the cores as before."""
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(2, cores=2, levels=(2, 1))
+    try:
+        with pool.streaming(need=lambda: 0.8) as heavy, pool.streaming(need=lambda: 0.08) as light:
+            assert pool.share(need=0.8) == (2, pytest.approx(1.1))  # nearly alone: every core
+            assert pool.share(need=0.08) == (1, 1.0)  # beside a whole stream: a core
+            assert pool.share() == (1, 1.0)  # not told a need: every stream counts whole
+            later = time.monotonic() + 5  # not overdue: an overdue job takes its share among overdue ones
+            assert await pool.run(current_thread_budget, deadline=later, stream=heavy) == 2
+            assert await pool.run(current_thread_budget, deadline=later, stream=light) == 1
+            with pool.streaming(need=lambda: 0.8):
+                assert pool.share(need=0.8) == (1, pytest.approx(1.05))  # two heavy streams: a core each
+                assert await pool.run(current_thread_budget, deadline=later, stream=heavy) == 1
+            with pool.streaming(need=lambda: None):
+                assert pool.share(need=0.8)[0] == 1  # a need not learned yet counts whole
+    finally:
+        pool.close()
+
+
 async def test_shared_cores_a_job_waits_while_a_wide_one_holds_every_core() -> None:
     from voxserve.engines.onnx import current_thread_budget
 

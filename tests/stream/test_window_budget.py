@@ -127,7 +127,7 @@ class _Pool:
         self.load = 1.0
         self.thin = 0  # playing streams short of audio, beside this one
 
-    def share(self, held: bool = True) -> tuple[int, float]:
+    def share(self, held: bool = True, need: float | None = None) -> tuple[int, float]:
         return 1, self.load
 
     def hold_limit(self, stream: object, threads: int) -> float:
@@ -200,7 +200,7 @@ def test_windows_are_not_cut_below_the_gaining_size_while_more_streams_are_short
     assert next_window_s(FIRST, FIRST, LARGEST, cost, load) < gaining  # cut, as the test above
 
     class Pool(_Pool):
-        def share(self, held: bool = True) -> tuple[int, float]:
+        def share(self, held: bool = True, need: float | None = None) -> tuple[int, float]:
             return 1, load
 
     pool, clock = Pool(), PlaybackClock()

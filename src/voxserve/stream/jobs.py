@@ -44,10 +44,16 @@ class ActiveStream:
     """A stream producing audio (see :meth:`voxserve.stream.pool.WorkerPool.streaming`); its jobs name
     it, so the pool knows which streams are between two jobs. ``deadline`` tells when its listener next
     needs audio; ``spare`` how much more audio it has coming than it needs to keep gaining on playback
-    at the pool's load (below 0: it is thin, and a new stream must not take its core)."""
+    at the pool's load (below 0: it is thin, and a new stream must not take its core); ``need`` the
+    cores it keeps busy at one thread to keep pace with its listener, as learned (None: not known)."""
 
     deadline: Callable[[], float] | None
     spare: Callable[[], float] | None = None
+    need: Callable[[], float | None] | None = None
+
+    def needs(self) -> float | None:
+        """The cores this stream keeps busy at one thread (None: not known)."""
+        return self.need() if self.need is not None else None
 
 
 class Hold:

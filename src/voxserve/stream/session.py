@@ -216,7 +216,7 @@ class SynthesisSession:
                 assert isinstance(segment, TextSegment)
                 if spoken and self._clock.text_arrived(now := time.monotonic()):
                     self._t_resumed, self._resumed = now, True  # due as a first audio is, from now
-                with self._pool.streaming(self._deadline, self._windows.spare_s) as self._stream:
+                with self._pool.streaming(self._deadline, self._windows.spare_s, self._windows.need) as self._stream:
                     await self._speak(segment)
             if self._samples_out == 0:
                 if not self._chars:

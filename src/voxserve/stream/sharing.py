@@ -2,9 +2,12 @@
 worker starts, with how many threads, and how long a running job may hold its cores.
 
 With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), a job runs with the widest thread count
-in ``levels`` that fits both the cores free now and an equal share of the cores among the streams
-producing audio, and waits while no core is free. One stream alone decodes on every core; two on two
-cores decode side by side, one core each.
+in ``levels`` that fits both the cores free now and its stream's fair share of the cores among the
+streams producing audio, and waits while no core is free. One stream alone decodes on every core; two
+on two cores decode side by side, one core each. Shares follow what the streams need
+(:meth:`CoreSharing._count`): beside a stream that needs a tenth of the cores it needs (a Piper voice
+beside a Kokoro one), a stream decodes as if it were nearly alone, not on half the cores; the lighter
+stream still counts the heavier one as a whole stream.
 
 A job whose result is already due when it is started (a first audio, or a listener about to run dry)
 takes its equal share of the cores with the other such jobs, within the free ones, at the thread level
@@ -36,6 +39,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Iterable
 
 from voxserve.stream.jobs import ActiveStream, Hold, Job, first_late, first_shortfall, nearest_level
 
@@ -63,16 +67,18 @@ class CoreSharing:
         self._asked = 0  # running jobs asked to give their cores back, not yet done so
         self._workers = 1  # worker threads (the pool sets it)
 
-    def share(self, held: bool = True) -> tuple[int | None, float]:
+    def share(self, held: bool = True, need: float | None = None) -> tuple[int | None, float]:
         """(threads a stream's job gets, or None without shared cores; streams per job slot, >= 1).
 
         ``held``: with the new streams held back for thin ones (:meth:`_waits`) counted, as once every
         stream runs (what a stream needs to stay ahead, see :meth:`_thin`); without them, as now (what
-        a stream's next window is planned with)."""
+        a stream's next window is planned with). ``need``: the cores the asking stream keeps busy
+        (:attr:`ActiveStream.need`), so that lighter streams count less (:meth:`_count`); None: every
+        stream counts as a whole one."""
         with self._cond:
-            streams = len(self._streams) if held else self._running_streams(time.monotonic())
             if self.cores is None:
                 return None, max(1.0, len(self._streams) / self._workers)
+            streams = self._count(need, self._streams if held else self._producing(time.monotonic()))
             threads = self._level(self.cores, streams)
             return threads, max(1.0, streams / (self.cores // threads))
 
@@ -110,26 +116,47 @@ class CoreSharing:
         every stream cutting at once is how a load near the cores' limit tips past it and stays there."""
         with self._cond:
             slots = self._workers if self.cores is None else self.cores // max(1, threads or 1)
-            return self._thin() > slots
+            return len(self._thin()) > slots
 
-    def _level(self, free: int, streams: int | None = None) -> int:
+    def _level(self, free: int, streams: float | None = None) -> int:
         """The widest thread level within ``free`` cores and an equal share among ``streams`` (default:
-        the streams running now, :meth:`_running_streams`) (lock held)."""
+        the streams running now, each counted whole), rounded to whole streams (lock held)."""
         assert self.cores is not None
-        streams = self._running_streams(time.monotonic()) if streams is None else streams
-        fair = max(1, self.cores // max(1, streams))
+        streams = len(self._producing(time.monotonic())) if streams is None else streams
+        fair = max(1, self.cores // max(1, math.floor(streams + 0.5)))
         return next(n for n in self._levels if n <= min(free, fair))
 
-    def _cores_each(self, streams: int) -> float:
+    def _cores_each(self, streams: float) -> float:
         """The cores each of ``streams`` streams decodes on: its thread level, over the streams sharing
         each job slot (lock held)."""
         assert self.cores is not None
         threads = self._level(self.cores, streams)
         return threads / max(1.0, streams / (self.cores // threads))
 
-    def _running_streams(self, now: float) -> int:
+    @staticmethod
+    def _count(need: float | None, streams: Iterable[ActiveStream]) -> float:
+        """How many streams as heavy as one that keeps ``need`` cores busy ``streams`` add up to: each
+        counts its own need over ``need``, at most 1, or 1 when either is not known.
+
+        Equal shares of the cores fit streams that need about the same. A Piper stream needs a tenth
+        of what a Kokoro one does; counted whole, it would put the Kokoro stream on half the cores for
+        as long as both play, where its windows cannot keep ahead with the planner's margin while the
+        Piper stream's core idles between its short jobs. Counted by its need it leaves the Kokoro
+        stream its width, and its own short jobs get a core between the Kokoro windows, which
+        :meth:`hold_limit` bounds by its deadlines. The lighter stream counts the heavier one whole:
+        it gets no wider for being light."""
+        if need is None or need <= 0:
+            return float(sum(1 for _ in streams))
+        total = 0.0
+        for stream in streams:
+            own = stream.needs()
+            total += 1.0 if own is None else min(1.0, own / need)
+        return total
+
+    def _producing(self, now: float) -> list[ActiveStream]:
         """Streams producing audio, less the new ones whose first audio is held back now (lock held)."""
-        return len(self._streams) - len(self._held(now))
+        held = self._held(now)
+        return [s for s in self._streams if s not in held] if held else list(self._streams)
 
     def _held(self, now: float) -> set[ActiveStream | None]:
         """The new streams whose first audio is held back now for thin streams (lock held)."""
@@ -194,12 +221,12 @@ class CoreSharing:
         free_at = ([now] * (self._free // level) + ends)[: max(1, self.cores // level)]
         return first_late(free_at or [now], queue)
 
-    def _thin(self) -> int:
+    def _thin(self) -> list[ActiveStream]:
         """Playing streams with too little audio coming to keep gaining once every stream runs (their
         ``spare`` below 0; a stream before its first audio has all it needs) (lock held)."""
-        return sum(s.spare is not None and s.spare() < 0 for s in self._streams)
+        return [s for s in self._streams if s.spare is not None and s.spare() < 0]
 
-    def _waits(self, job: Job, now: float, thin: int | None = None) -> float | None:
+    def _waits(self, job: Job, now: float, thin: list[ActiveStream] | None = None) -> float | None:
         """Until when a new stream's first audio waits for thin streams, if it must wait now; else None
         (lock held).
 
@@ -207,17 +234,19 @@ class CoreSharing:
         (its ``spare`` below 0) falls further behind as more streams share the cores: a new stream
         whose start lowers the playing streams' share of the cores makes a thin one run dry, and then
         itself. So a first audio that would lower that share waits while any playing stream is thin,
-        and meanwhile does not count in the share (:meth:`_running_streams`): the thin stream decodes
+        and meanwhile does not count in the share (:meth:`_producing`): the thin stream decodes
         on the cores the new one would take, and gains. It waits at most :data:`FIRST_AUDIO_WAIT` times
         its own expected work after its arrival, so first audio stays within a few times a lone
         stream's. ``thin``: :meth:`_thin`, if already counted for this decision."""
         if not job.first or self.cores is None or now >= job.due + FIRST_AUDIO_WAIT * job.cost:
             return None
-        streams = len(self._streams)
-        if self._cores_each(streams) >= self._cores_each(streams - 1):
-            return None  # the others' share of the cores is the same with it: it takes nothing from them
         thin = self._thin() if thin is None else thin
-        return job.due + FIRST_AUDIO_WAIT * job.cost if thin else None
+        others = [s for s in self._streams if s is not job.stream]
+        for stream in thin:  # a thin one's share of the cores drops with it: it waits
+            need = stream.needs()
+            if self._cores_each(self._count(need, self._streams)) < self._cores_each(self._count(need, others)):
+                return job.due + FIRST_AUDIO_WAIT * job.cost
+        return None
 
     def _yields(self, job: Job, now: float) -> float | None:
         """Until when ``job`` leaves the free cores to streams between two jobs whose listener needs audio
@@ -255,7 +284,10 @@ class CoreSharing:
         otherwise take the cores a playing stream between two jobs is about to need) (lock held)."""
         if self.cores is None:
             return None
+        now = time.monotonic()
+        need = job.stream.needs() if job.stream is not None else None
+        fair = self._level(self._free, self._count(need, self._producing(now)))
         if overdue:
-            level = self._overdue_level(self._free, self._overdue(time.monotonic(), starting=1))
-            return min(level, self._level(self._free)) if job.first else level
-        return self._level(self._free)
+            level = self._overdue_level(self._free, self._overdue(now, starting=1))
+            return min(level, fair) if job.first else level
+        return fair

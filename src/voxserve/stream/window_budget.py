@@ -116,9 +116,20 @@ class WindowPlanner:
         """The engine's learned window cost at the threads this stream's jobs get now, those threads
         (None without shared cores), and the load; ``held``: once the new streams held back for thin
         ones run too (:meth:`~voxserve.stream.pool.WorkerPool.share`)."""
-        threads, load = self.pool.share(held)
+        threads, load = self.pool.share(held, self.need())
         learned = self.engine.window_cost
         return (learned.fit(threads) if learned is not None else None), threads, load
+
+    def need(self) -> float | None:
+        """The cores this stream keeps busy at one thread, decoding its largest windows as fast as its
+        listener plays them (None while nothing is learned at one thread): what the pool shares the
+        cores by (:meth:`~voxserve.stream.sharing.CoreSharing._count`). Read under the pool's lock."""
+        learned = self.engine.window_cost
+        cost = learned.fit(1) if learned is not None else None
+        if cost is None:
+            return None
+        a, b = cost
+        return b + a / self.config.max_window_s
 
     def plan(self, stream: ActiveStream | None = None) -> tuple[float | None, Callable[[], float | None] | None]:
         """The next segment's first window (``None``: the largest) and what sizes the windows after it
