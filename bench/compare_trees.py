@@ -16,6 +16,13 @@ the first, before its memory is read: both engines' memory after a load run is
     .venv/bin/python -m bench.compare_trees --old /tmp/old --voice en_US-joe-medium --levels 16 \
         --then af_heart:3 --then af_heart:4:ws:25 --then en_US-joe-medium:8:grpc:25
 
+``--beside VOICE:LEVEL[:TRANSPORT[:TOKENS_PER_S]]`` runs a second load on the same server at the same
+time as the first, for as long as the first runs all its levels: one engine's listeners beside
+another's, each load's table printed on its own:
+
+    .venv/bin/python -m bench.compare_trees --old /tmp/old --voice af_heart --levels 1 --duration 40 \
+        --beside en_US-joe-medium:8
+
 ``--hog AT:SECONDS`` takes the cores from the server for a moment of the first load: twice as many
 busy processes as the machine has cores start ``AT`` seconds into it and spin for ``SECONDS``. That is
 the noisy neighbour a shared machine has; what the loads after it see is what the server learned from
@@ -111,14 +118,28 @@ def _hog(spec: str) -> threading.Timer:
     return timer
 
 
-def _loads(args: argparse.Namespace) -> list[tuple[str, str, str, float | None]]:
+Load = tuple[str, str, str, float | None]  # voice, levels, transport, tokens per second
+
+
+def _load(spec: str) -> Load:
+    """``VOICE:LEVELS[:TRANSPORT[:TOKENS_PER_S]]``."""
+    voice, levels, *rest = spec.split(":")
+    return voice, levels, rest[0] if rest else "http", float(rest[1]) if len(rest) > 1 else None
+
+
+def _loads(args: argparse.Namespace) -> list[Load]:
     """(voice, levels, transport, tokens per second) of each load a round runs, in order."""
-    loads = [(args.voice, args.levels, args.transport, args.incremental)]
-    for spec in args.then:
-        voice, levels, *rest = spec.split(":")
-        transport = rest[0] if rest else "http"
-        loads.append((voice, levels, transport, float(rest[1]) if len(rest) > 1 else None))
-    return loads
+    return [(args.voice, args.levels, args.transport, args.incremental)] + [_load(spec) for spec in args.then]
+
+
+def _bench(args: argparse.Namespace, load: Load, duration: float, out: Path, seed: int) -> list[str]:
+    """The ``voxserve bench`` command line of one load."""
+    voice, levels, transport, incremental = load
+    command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
+    command += ["--grpc-target", f"127.0.0.1:{args.port + 1}", "--transport", transport]
+    command += ["--voice", voice, "--concurrency", levels, "--duration", str(duration)]
+    command += ["--output", str(out), "--seed", str(seed), "--text-set", args.text_set]
+    return command + (["--incremental", str(incremental)] if incremental else [])
 
 
 def main() -> None:
@@ -139,6 +160,7 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=10.0, help="seconds idle before RSS is read again")
     parser.add_argument("--then", action="append", default=[], help="VOICE:LEVELS[:TRANSPORT[:TOKENS_PER_S]]")
     parser.add_argument("--hog", default=None, help="AT:SECONDS: busy processes during the first load")
+    parser.add_argument("--beside", default=None, help="VOICE:LEVEL[:TRANSPORT[:TOKENS_PER_S]] with the first load")
     args = parser.parse_args()
     env_extra = dict(item.split("=", 1) for item in args.env)
     trees = {"old": args.old.resolve(), "new": args.new.resolve()}
@@ -151,20 +173,27 @@ def main() -> None:
         server = serve_tree(trees[name], args.port, env_extra)
         try:
             tables, failure = [], ""
-            for k, (voice, levels, transport, incremental) in enumerate(_loads(args)):
+            for k, load in enumerate(_loads(args)):
+                voice, levels, transport, _ = load
                 out = args.output / f"{n:02d}-{name}" / f"{k}-{voice}-{transport}"
-                command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
-                command += ["--grpc-target", f"127.0.0.1:{args.port + 1}", "--transport", transport]
-                command += ["--voice", voice, "--concurrency", levels, "--duration", str(args.duration)]
-                command += ["--output", str(out), "--seed", str(n), "--text-set", args.text_set]
-                if incremental:
-                    command += ["--incremental", str(incremental)]
+                command = _bench(args, load, args.duration, out, n)
                 if args.saturation and k == 0:
                     command += ["--saturation", str(args.saturation)]
                 hog = _hog(args.hog) if args.hog and k == 0 else None
+                beside = None
+                if args.beside and k == 0:  # as long as the first load runs its levels
+                    side = _load(args.beside)
+                    span = args.duration * len(levels.split(","))
+                    side_out = args.output / f"{n:02d}-{name}" / f"beside-{side[0]}-{side[2]}"
+                    beside = subprocess.Popen(
+                        _bench(args, side, span, side_out, n), cwd=ROOT, stdout=subprocess.PIPE, text=True
+                    )
                 result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
                 if hog is not None:
                     hog.cancel()
+                if beside is not None:
+                    side_table, _ = beside.communicate()
+                    tables.append(f"-- beside it, {args.beside}\n" + side_table.strip())
                 if result.returncode:
                     failure += f"\n(exit {result.returncode}) {result.stderr.strip()[-400:]}"
                 tables.append((f"-- {voice} over {transport}\n" if k else "") + result.stdout.strip())

@@ -134,9 +134,10 @@ class CoreSharing:
         return threads / max(1.0, streams / (self.cores // threads))
 
     @staticmethod
-    def _count(need: float | None, streams: Iterable[ActiveStream]) -> float:
-        """How many streams as heavy as one that keeps ``need`` cores busy ``streams`` add up to: each
-        counts its own need over ``need``, at most 1, or 1 when either is not known.
+    def _count(need: float | None, streams: Iterable[ActiveStream | float | None]) -> float:
+        """How many streams as heavy as one that keeps ``need`` cores busy ``streams`` (or their needs,
+        read once) add up to: each counts its own need over ``need``, at most 1, or 1 when either is not
+        known.
 
         Equal shares of the cores fit streams that need about the same. A Piper stream needs a tenth
         of what a Kokoro one does; counted whole, it would put the Kokoro stream on half the cores for
@@ -149,7 +150,7 @@ class CoreSharing:
             return float(sum(1 for _ in streams))
         total = 0.0
         for stream in streams:
-            own = stream.needs()
+            own = stream.needs() if isinstance(stream, ActiveStream) else stream
             total += 1.0 if own is None else min(1.0, own / need)
         return total
 
@@ -241,10 +242,12 @@ class CoreSharing:
         if not job.first or self.cores is None or now >= job.due + FIRST_AUDIO_WAIT * job.cost:
             return None
         thin = self._thin() if thin is None else thin
-        others = [s for s in self._streams if s is not job.stream]
-        for stream in thin:  # a thin one's share of the cores drops with it: it waits
-            need = stream.needs()
-            if self._cores_each(self._count(need, self._streams)) < self._cores_each(self._count(need, others)):
+        if not thin:
+            return None
+        needs = {s: s.needs() for s in self._streams}
+        others = [n for s, n in needs.items() if s is not job.stream]
+        for need in {needs.get(s) for s in thin}:  # a thin one's share of the cores drops with it: it waits
+            if self._cores_each(self._count(need, needs.values())) < self._cores_each(self._count(need, others)):
                 return job.due + FIRST_AUDIO_WAIT * job.cost
         return None
 
