@@ -265,3 +265,22 @@ def test_a_segments_first_window_leaves_time_for_its_front() -> None:
     first = planner.next_s(starts_segment=True)
     assert later is not None and first is not None and first < later
     assert MARGIN * (front_s(NARROW) + a + b * first) == pytest.approx(2.0, abs=0.01)
+
+
+def test_a_stream_tells_the_pool_the_cores_it_keeps_busy_at_one_thread() -> None:
+    """What the pool splits the cores by (:meth:`~voxserve.stream.sharing.CoreSharing._count`): the
+    one-thread cost of the stream's largest windows per audio second; nothing before a cost is learned."""
+    from voxserve.stream.playback import PlaybackClock
+    from voxserve.stream.session_config import SessionConfig
+    from voxserve.stream.window_budget import WindowPlanner
+
+    config = SessionConfig(max_window_s=4.0)
+    cost = (0.2, 0.5)
+    planner = WindowPlanner(cast(Engine, _CostEngine(cost)), cast(WorkerPool, _Pool()), config, PlaybackClock())
+    assert planner.need() == pytest.approx(0.5 + 0.2 / 4.0)
+
+    class _Unlearned:
+        window_cost = None
+
+    unlearned = WindowPlanner(cast(Engine, _Unlearned()), cast(WorkerPool, _Pool()), config, PlaybackClock())
+    assert unlearned.need() is None
