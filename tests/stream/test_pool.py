@@ -188,6 +188,40 @@ async def test_shared_cores_are_split_by_what_the_streams_need() -> None:
         pool.close()
 
 
+async def test_a_heavy_streams_job_waits_for_a_light_ones_short_job_rather_than_start_narrow() -> None:
+    """Beside a light stream, a heavy one keeps every core; when the light stream's short job holds one,
+    the heavy stream's window waits for it (its latest start allows) and runs on both, rather than run
+    on one core for as long as it lasts. A late one starts at once, on the core that is free."""
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(2, cores=2, levels=(2, 1))
+    gate = threading.Event()
+
+    def short() -> int | None:
+        gate.wait(5)
+        return current_thread_budget()
+
+    def later_release() -> None:
+        time.sleep(0.2)
+        gate.set()
+
+    try:
+        with pool.streaming(need=lambda: 0.8) as heavy, pool.streaming(need=lambda: 0.08) as light:
+            for late, threads in ((False, 2), (True, 1)):
+                gate.clear()
+                now = time.monotonic()
+                running = asyncio.ensure_future(pool.run(short, deadline=now + 5, cost=0.3, stream=light))
+                await asyncio.sleep(0.05)  # the light job holds a core
+                threading.Thread(target=later_release).start()
+                # a window of 1 s of work due in 1.5 s may wait; due in 0.9 s its latest start has passed
+                due = now + (0.9 if late else 1.5)
+                window = pool.run(current_thread_budget, deadline=due, cost=1.0, stream=heavy)
+                assert await window == threads
+                assert await running == 1
+    finally:
+        pool.close()
+
+
 async def test_shared_cores_a_job_waits_while_a_wide_one_holds_every_core() -> None:
     from voxserve.engines.onnx import current_thread_budget
 

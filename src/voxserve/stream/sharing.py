@@ -186,9 +186,33 @@ class CoreSharing:
         if top.overdue(now) and self._asked:
             return None, None  # cores are being freed: take them at once
         wake = self._yields(top, now)
+        if wake is None:
+            wake = self._widens(top, now)
         if wake is not None:
             return None, wake if opens is None else min(wake, opens)
         return top, None
+
+    def _widens(self, job: Job, now: float) -> float | None:
+        """Until when ``job`` waits for the cores of its fair share, if running jobs expected to be done
+        before its latest start hold them; else None (lock held).
+
+        Beside a light stream, a heavy one keeps every core (:meth:`_count`), but the light stream's
+        short job may hold one of them when the heavy one's window is queued; started at once on the
+        core left, that window would run at one thread for as long as it lasts, the other core idle
+        once the short job is done. A job whose result is not needed yet waits those moments, and its
+        expected cost was planned at its fair width. An overdue or late job starts at once."""
+        if job.overdue(now) or job.late(now):
+            return None
+        need = job.stream.needs() if job.stream is not None else None
+        fair = self._level(self.cores or 1, self._count(need, self._producing(now)))
+        free = self._free
+        for end, threads in sorted((now + h.remaining(now), h.threads or 0) for h in self._running if not h.asked):
+            if free >= fair or end <= now:
+                break
+            free += threads
+            if free >= fair:
+                return end if end < job.start_by else None
+        return None
 
     def _next_job(self, now: float) -> tuple[Job | None, float | None]:
         """The first queued job by latest start that is not held back (:meth:`_waits`), and when the
