@@ -172,17 +172,17 @@ async def test_shared_cores_are_split_by_what_the_streams_need() -> None:
 
     pool = WorkerPool(2, cores=2, levels=(2, 1))
     try:
-        with pool.streaming(need=lambda: 0.8) as heavy, pool.streaming(need=lambda: 0.08) as light:
+        with pool.streaming(need=_heavy) as heavy, pool.streaming(need=_light) as light:
             assert pool.share(need=0.8) == (2, pytest.approx(1.1))  # nearly alone: every core
             assert pool.share(need=0.08) == (1, 1.0)  # beside a whole stream: a core
             assert pool.share() == (1, 1.0)  # not told a need: every stream counts whole
             later = time.monotonic() + 5  # not overdue: an overdue job takes its share among overdue ones
             assert await pool.run(current_thread_budget, deadline=later, stream=heavy) == 2
             assert await pool.run(current_thread_budget, deadline=later, stream=light) == 1
-            with pool.streaming(need=lambda: 0.8):
+            with pool.streaming(need=_heavy):
                 assert pool.share(need=0.8) == (1, pytest.approx(1.05))  # two heavy streams: a core each
                 assert await pool.run(current_thread_budget, deadline=later, stream=heavy) == 1
-            with pool.streaming(need=lambda: None):
+            with pool.streaming(need=lambda threads: None):
                 assert pool.share(need=0.8)[0] == 1  # a need not learned yet counts whole
     finally:
         pool.close()
@@ -190,8 +190,8 @@ async def test_shared_cores_are_split_by_what_the_streams_need() -> None:
 
 async def test_a_heavy_streams_job_waits_for_a_light_ones_short_job_rather_than_start_narrow() -> None:
     """Beside a light stream, a heavy one keeps every core; when the light stream's short job holds one,
-    the heavy stream's window waits for it (its latest start allows) and runs on both, rather than run
-    on one core for as long as it lasts. A late one starts at once, on the core that is free."""
+    the heavy stream's window waits for it and runs on both, done sooner than on one core. A light job
+    expected to hold its core longer than the window would lose narrow does not keep it waiting."""
     from voxserve.engines.onnx import current_thread_budget
 
     pool = WorkerPool(2, cores=2, levels=(2, 1))
@@ -201,25 +201,33 @@ async def test_a_heavy_streams_job_waits_for_a_light_ones_short_job_rather_than_
         gate.wait(5)
         return current_thread_budget()
 
-    def later_release() -> None:
+    def release_soon() -> None:
         time.sleep(0.2)
         gate.set()
 
     try:
-        with pool.streaming(need=lambda: 0.8) as heavy, pool.streaming(need=lambda: 0.08) as light:
-            for late, threads in ((False, 2), (True, 1)):
+        with pool.streaming(need=_heavy) as heavy, pool.streaming(need=_light) as light:
+            # the window, 1 s of work on two cores, would take 0.8 / 0.45 times as long on one
+            for light_cost, threads in ((0.3, 2), (2.0, 1)):
                 gate.clear()
-                now = time.monotonic()
-                running = asyncio.ensure_future(pool.run(short, deadline=now + 5, cost=0.3, stream=light))
+                later = time.monotonic() + 5
+                running = asyncio.ensure_future(pool.run(short, deadline=later, cost=light_cost, stream=light))
                 await asyncio.sleep(0.05)  # the light job holds a core
-                threading.Thread(target=later_release).start()
-                # a window of 1 s of work due in 1.5 s may wait; due in 0.9 s its latest start has passed
-                due = now + (0.9 if late else 1.5)
-                window = pool.run(current_thread_budget, deadline=due, cost=1.0, stream=heavy)
-                assert await window == threads
+                threading.Thread(target=release_soon).start()
+                assert await pool.run(current_thread_budget, deadline=later, cost=1.0, stream=heavy) == threads
                 assert await running == 1
     finally:
         pool.close()
+
+
+def _heavy(threads: int) -> float:
+    """A Kokoro-like stream's work per audio second: 0.8 s at one thread, 0.45 s at two."""
+    return 0.8 if threads == 1 else 0.45
+
+
+def _light(threads: int) -> float:
+    """A Piper-like stream's: a tenth of the heavy one's."""
+    return 0.08
 
 
 async def test_shared_cores_a_job_waits_while_a_wide_one_holds_every_core() -> None:

@@ -45,15 +45,16 @@ class ActiveStream:
     it, so the pool knows which streams are between two jobs. ``deadline`` tells when its listener next
     needs audio; ``spare`` how much more audio it has coming than it needs to keep gaining on playback
     at the pool's load (below 0: it is thin, and a new stream must not take its core); ``need`` the
-    cores it keeps busy at one thread to keep pace with its listener, as learned (None: not known)."""
+    seconds of work per second of its audio at a thread count, as learned (None: not known), which at
+    one thread are the cores it keeps busy keeping pace with its listener."""
 
     deadline: Callable[[], float] | None
     spare: Callable[[], float] | None = None
-    need: Callable[[], float | None] | None = None
+    need: Callable[[int], float | None] | None = None
 
-    def needs(self) -> float | None:
-        """The cores this stream keeps busy at one thread (None: not known)."""
-        return self.need() if self.need is not None else None
+    def needs(self, threads: int = 1) -> float | None:
+        """Seconds of work per second of this stream's audio at ``threads`` threads (None: not known)."""
+        return self.need(threads) if self.need is not None else None
 
 
 class Hold:

@@ -121,7 +121,7 @@ class WorkerPool(CoreSharing):
         self,
         deadline: Callable[[], float] | None = None,
         spare: Callable[[], float] | None = None,
-        need: Callable[[], float | None] | None = None,
+        need: Callable[[int], float | None] | None = None,
     ) -> Iterator[ActiveStream]:
         """Count the caller as a stream producing audio while inside the block (see :attr:`load`).
 
@@ -129,7 +129,7 @@ class WorkerPool(CoreSharing):
         it must be quick): a stream past it counts among the overdue ones that share the cores even
         between its jobs, while its last audio is delivered and its next job not yet submitted.
         ``spare`` tells how much audio it has coming beyond what keeps it gaining (see :meth:`_waits`),
-        ``need`` the cores it keeps busy at one thread (see :meth:`_count`)."""
+        ``need`` its seconds of work per second of audio at a thread count (see :meth:`_count`)."""
         entry = ActiveStream(deadline, spare, need)
         with self._cond:
             self._streams.append(entry)

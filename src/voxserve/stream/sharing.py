@@ -193,25 +193,30 @@ class CoreSharing:
         return top, None
 
     def _widens(self, job: Job, now: float) -> float | None:
-        """Until when ``job`` waits for the cores of its fair share, if running jobs expected to be done
-        before its latest start hold them; else None (lock held).
+        """Until when ``job`` waits for the cores of its fair share, if running jobs hold them that are
+        expected to be done soon enough for it to finish sooner on them; else None (lock held).
 
         Beside a light stream, a heavy one keeps every core (:meth:`_count`), but the light stream's
         short job may hold one of them when the heavy one's window is queued; started at once on the
-        core left, that window would run at one thread for as long as it lasts, the other core idle
-        once the short job is done. A job whose result is not needed yet waits those moments, and its
-        expected cost was planned at its fair width. An overdue or late job starts at once."""
-        if job.overdue(now) or job.late(now):
+        core left, that window would run narrow for as long as it lasts, the other core idle once the
+        short job is done. The job's expected cost was planned at its fair width; narrower it takes
+        as much longer as its stream's learned work per audio second at the two widths says
+        (:attr:`~voxserve.stream.jobs.ActiveStream.need`). It waits when the cores come free sooner
+        than that difference. A first audio or an overdue job starts at once (:meth:`_threads_for`)."""
+        if job.overdue(now) or job.stream is None or job.cost <= 0:
             return None
-        need = job.stream.needs() if job.stream is not None else None
-        fair = self._level(self.cores or 1, self._count(need, self._producing(now)))
+        stream = job.stream
+        fair = self._level(self.cores or 1, self._count(stream.needs(), self._producing(now)))
+        narrow = self._level(self._free, self._count(stream.needs(), self._producing(now)))
+        wide_s, narrow_s = stream.needs(fair), stream.needs(narrow)
+        if narrow >= fair or wide_s is None or narrow_s is None or narrow_s <= wide_s:
+            return None
+        lost = job.cost * (narrow_s / wide_s - 1.0)  # started now, it would finish this much later
         free = self._free
         for end, threads in sorted((now + h.remaining(now), h.threads or 0) for h in self._running if not h.asked):
-            if free >= fair or end <= now:
-                break
             free += threads
             if free >= fair:
-                return end if end < job.start_by else None
+                return end if now < end < now + lost else None
         return None
 
     def _next_job(self, now: float) -> tuple[Job | None, float | None]:

@@ -120,12 +120,15 @@ class WindowPlanner:
         learned = self.engine.window_cost
         return (learned.fit(threads) if learned is not None else None), threads, load
 
-    def need(self) -> float | None:
-        """The cores this stream keeps busy at one thread, decoding its largest windows as fast as its
-        listener plays them (None while nothing is learned at one thread): what the pool shares the
-        cores by (:meth:`~voxserve.stream.sharing.CoreSharing._count`). Read under the pool's lock."""
+    def need(self, threads: int = 1) -> float | None:
+        """Seconds of work per second of this stream's audio at ``threads`` threads, decoding its largest
+        windows (None while nothing is learned at that count). At one thread: the cores it keeps busy
+        as its listener plays, what the pool shares the cores by
+        (:meth:`~voxserve.stream.sharing.CoreSharing._count`); across counts: what a job loses starting
+        on fewer cores than its share (:meth:`~voxserve.stream.sharing.CoreSharing._widens`). Read under
+        the pool's lock."""
         learned = self.engine.window_cost
-        cost = learned.fit(1) if learned is not None else None
+        cost = learned.fit(threads) if learned is not None else None
         if cost is None:
             return None
         a, b = cost
