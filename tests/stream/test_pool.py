@@ -190,8 +190,9 @@ async def test_shared_cores_are_split_by_what_the_streams_need() -> None:
 
 async def test_a_heavy_streams_job_waits_for_a_light_ones_short_job_rather_than_start_narrow() -> None:
     """Beside a light stream, a heavy one keeps every core; when the light stream's short job holds one,
-    the heavy stream's window waits for it and runs on both, done sooner than on one core. A light job
-    expected to hold its core longer than the window would lose narrow does not keep it waiting."""
+    the heavy stream's window waits for it and runs on both, done sooner than on one core. Not when the
+    light job is expected to hold its core longer than the window would lose narrow, nor when the light
+    stream's listener needs audio before the window would be done on both cores."""
     from voxserve.engines.onnx import current_thread_budget
 
     pool = WorkerPool(2, cores=2, levels=(2, 1))
@@ -205,12 +206,14 @@ async def test_a_heavy_streams_job_waits_for_a_light_ones_short_job_rather_than_
         time.sleep(0.2)
         gate.set()
 
+    light_due = [0.0]
     try:
-        with pool.streaming(need=_heavy) as heavy, pool.streaming(need=_light) as light:
+        with pool.streaming(need=_heavy) as heavy, pool.streaming(lambda: light_due[0], need=_light) as light:
             # the window, 1 s of work on two cores, would take 0.8 / 0.45 times as long on one
-            for light_cost, threads in ((0.3, 2), (2.0, 1)):
+            for light_cost, light_ahead, threads in ((0.3, 10.0, 2), (2.0, 10.0, 1), (0.3, 0.5, 1)):
                 gate.clear()
                 later = time.monotonic() + 5
+                light_due[0] = time.monotonic() + light_ahead
                 running = asyncio.ensure_future(pool.run(short, deadline=later, cost=light_cost, stream=light))
                 await asyncio.sleep(0.05)  # the light job holds a core
                 threading.Thread(target=release_soon).start()

@@ -202,7 +202,12 @@ class CoreSharing:
         short job is done. The job's expected cost was planned at its fair width; narrower it takes
         as much longer as its stream's learned work per audio second at the two widths says
         (:attr:`~voxserve.stream.jobs.ActiveStream.need`). It waits when the cores come free sooner
-        than that difference. A first audio or an overdue job starts at once (:meth:`_threads_for`)."""
+        than that difference, and it can then hold them all for its cost without another stream
+        needing a core meanwhile: neither those between jobs or queued (:meth:`hold_limit`) nor those
+        whose jobs it waits for, whose listeners must not run dry before it is done (their deadline
+        as it stands, before the running job's audio: a light stream's next window is often due soon
+        after its last, and would otherwise wait for the whole of the heavy one's). A first audio or
+        an overdue job starts at once (:meth:`_threads_for`)."""
         if job.overdue(now) or job.stream is None or job.cost <= 0:
             return None
         stream = job.stream
@@ -212,11 +217,17 @@ class CoreSharing:
         if narrow >= fair or wide_s is None or narrow_s is None or narrow_s <= wide_s:
             return None
         lost = job.cost * (narrow_s / wide_s - 1.0)  # started now, it would finish this much later
-        free = self._free
-        for end, threads in sorted((now + h.remaining(now), h.threads or 0) for h in self._running if not h.asked):
-            free += threads
+        free, needed = self._free, math.inf
+        for hold in sorted((h for h in self._running if not h.asked), key=lambda h: h.remaining(now)):
+            end = now + hold.remaining(now)
+            other = hold.job.stream
+            needed = min(needed, other.deadline() if other is not None and other.deadline is not None else end)
+            free += hold.threads or 0
             if free >= fair:
-                return end if now < end < now + lost else None
+                done = end + job.cost
+                if now < end < now + lost and done <= min(needed, now + self.hold_limit(stream, fair)):
+                    return end
+                return None
         return None
 
     def _next_job(self, now: float) -> tuple[Job | None, float | None]:
