@@ -166,8 +166,9 @@ async def test_shared_cores_a_lone_job_gets_them_all_concurrent_streams_one_each
 
 async def test_shared_cores_are_split_by_what_the_streams_need() -> None:
     """A stream that needs a tenth of the cores another needs (a Piper voice beside a Kokoro one) counts
-    as a tenth of a stream for the heavier one, whose jobs keep every core; the lighter one counts the
-    heavier one whole and decodes on a core. Streams of equal need split the cores as before."""
+    as a tenth of a stream for the heavier one, whose jobs keep every core while the lighter one's
+    listener can wait for them; the lighter one counts the heavier one whole and decodes on a core.
+    Streams of equal need split the cores as before."""
     from voxserve.engines.onnx import current_thread_budget
 
     pool = WorkerPool(2, cores=2, levels=(2, 1))
@@ -179,6 +180,12 @@ async def test_shared_cores_are_split_by_what_the_streams_need() -> None:
             later = time.monotonic() + 5  # not overdue: an overdue job takes its share among overdue ones
             assert await pool.run(current_thread_budget, deadline=later, stream=heavy) == 2
             assert await pool.run(current_thread_budget, deadline=later, stream=light) == 1
+        # but not for longer than a light stream's listener can wait: then the equal share, as before
+        soon = [time.monotonic() + 0.3]
+        with pool.streaming(need=_heavy) as heavy, pool.streaming(lambda: soon[0], need=_light):
+            assert await pool.run(current_thread_budget, deadline=later, cost=1.0, stream=heavy) == 1
+            soon[0] = time.monotonic() + 10
+            assert await pool.run(current_thread_budget, deadline=later, cost=1.0, stream=heavy) == 2
             with pool.streaming(need=_heavy):
                 assert pool.share(need=0.8) == (1, pytest.approx(1.05))  # two heavy streams: a core each
                 assert await pool.run(current_thread_budget, deadline=later, stream=heavy) == 1

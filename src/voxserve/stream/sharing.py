@@ -193,42 +193,58 @@ class CoreSharing:
         return top, None
 
     def _widens(self, job: Job, now: float) -> float | None:
-        """Until when ``job`` waits for the cores of its fair share, if running jobs hold them that are
-        expected to be done soon enough for it to finish sooner on them; else None (lock held).
+        """Until when ``job`` waits for a wider share of the cores than it would start with now, if
+        running jobs hold them that are expected to be done soon enough for it to finish sooner on
+        them; else None (lock held).
 
-        Beside a light stream, a heavy one keeps every core (:meth:`_count`), but the light stream's
+        Beside a light stream, a heavy one may keep every core (:meth:`_fair`), but the light stream's
         short job may hold one of them when the heavy one's window is queued; started at once on the
         core left, that window would run narrow for as long as it lasts, the other core idle once the
-        short job is done. The job's expected cost was planned at its fair width; narrower it takes
-        as much longer as its stream's learned work per audio second at the two widths says
-        (:attr:`~voxserve.stream.jobs.ActiveStream.need`). It waits when the cores come free sooner
-        than that difference, and it can then hold them all for its cost without another stream
-        needing a core meanwhile: neither those between jobs or queued (:meth:`hold_limit`) nor those
-        whose jobs it waits for, whose listeners must not run dry before it is done (their deadline
-        as it stands, before the running job's audio: a light stream's next window is often due soon
-        after its last, and would otherwise wait for the whole of the heavy one's). A first audio or
-        an overdue job starts at once (:meth:`_threads_for`)."""
+        short job is done. Narrower, it takes as much longer as its stream's learned work per audio
+        second at the two widths says (:attr:`~voxserve.stream.jobs.ActiveStream.need`); it waits when
+        the cores come free sooner than that. A first audio or an overdue job starts at once
+        (:meth:`_threads_for`)."""
         if job.overdue(now) or job.stream is None or job.cost <= 0:
             return None
-        stream = job.stream
-        fair = self._level(self.cores or 1, self._count(stream.needs(), self._producing(now)))
-        narrow = self._level(self._free, self._count(stream.needs(), self._producing(now)))
-        wide_s, narrow_s = stream.needs(fair), stream.needs(narrow)
-        if narrow >= fair or wide_s is None or narrow_s is None or narrow_s <= wide_s:
-            return None
-        lost = job.cost * (narrow_s / wide_s - 1.0)  # started now, it would finish this much later
-        free, needed = self._free, math.inf
+        narrow, free = self._fair(job, self._free, now), self._free
         for hold in sorted((h for h in self._running if not h.asked), key=lambda h: h.remaining(now)):
             end = now + hold.remaining(now)
-            other = hold.job.stream
-            needed = min(needed, other.deadline() if other is not None and other.deadline is not None else end)
             free += hold.threads or 0
-            if free >= fair:
-                done = end + job.cost
-                if now < end < now + lost and done <= min(needed, now + self.hold_limit(stream, fair)):
-                    return end
-                return None
+            wide = self._fair(job, free, now, start=end)
+            if wide > narrow:
+                wide_s, narrow_s = job.stream.needs(wide), job.stream.needs(narrow)
+                if wide_s is None or narrow_s is None or end <= now:
+                    return None
+                return end if end - now < job.cost * (narrow_s / wide_s - 1.0) else None
         return None
+
+    def _fair(self, job: Job, free: int, now: float, start: float | None = None) -> int:
+        """The threads ``job``'s fair share of the cores gives it within ``free`` cores, started at
+        ``start`` (default: now) (lock held).
+
+        Counted by need (:meth:`_count`), a heavy stream's share beside light ones is wider than an
+        equal one. It takes that width only if it can hold those cores for its expected cost without
+        another stream needing one meanwhile (:meth:`_room`): a light stream's next window is often due
+        soon after its last, and would otherwise wait for the whole of the heavy one's. Else it takes
+        the equal share, and the light streams keep a core."""
+        producing = self._producing(now)
+        equal = self._level(free, len(producing))
+        need = job.stream.needs() if job.stream is not None else None
+        wide = self._level(free, self._count(need, producing))
+        if wide <= equal or self._room(job, wide, now if start is None else start, now):
+            return wide
+        return equal
+
+    def _room(self, job: Job, threads: int, start: float, now: float) -> bool:
+        """Whether ``job`` can hold ``threads`` cores from ``start`` for its expected cost without another
+        stream needing a core before it is done: neither one between jobs or queued
+        (:meth:`hold_limit`) nor one whose job runs now, by its deadline as it stands (before that job's
+        audio: what a stream about to run dry, or before its first audio, needs soonest) (lock held)."""
+        done = start + job.cost
+        if done > now + self.hold_limit(job.stream, threads):
+            return False
+        others = (h.job.stream for h in self._running if h.job.stream is not job.stream)
+        return all(s is None or s.deadline is None or s.deadline() >= done for s in others)
 
     def _next_job(self, now: float) -> tuple[Job | None, float | None]:
         """The first queued job by latest start that is not held back (:meth:`_waits`), and when the
@@ -328,8 +344,7 @@ class CoreSharing:
         if self.cores is None:
             return None
         now = time.monotonic()
-        need = job.stream.needs() if job.stream is not None else None
-        fair = self._level(self._free, self._count(need, self._producing(now)))
+        fair = self._fair(job, self._free, now)
         if overdue:
             level = self._overdue_level(self._free, self._overdue(now, starting=1))
             return min(level, fair) if job.first else level
