@@ -6,7 +6,9 @@ in ``levels`` that fits both the cores free now and its stream's fair share of t
 streams producing audio, and waits while no core is free. One stream alone decodes on every core; two
 on two cores decode side by side, one core each. Shares follow what the streams need
 (:meth:`CoreSharing._count`): beside a stream that needs a tenth of the cores it needs (a Piper voice
-beside a Kokoro one), a stream decodes as if it were nearly alone, not on half the cores; the lighter
+beside a Kokoro one), a stream decodes as if it were nearly alone, not on half the cores, while no
+other stream needs a core before its job is done (:meth:`CoreSharing._fair`), and waits a moment for
+the cores a short job holds when that finishes it sooner (:meth:`CoreSharing._widens`); the lighter
 stream still counts the heavier one as a whole stream.
 
 A job whose result is already due when it is started (a first audio, or a listener about to run dry)
