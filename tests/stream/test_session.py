@@ -168,9 +168,13 @@ async def test_long_text_streams_completely_without_gaps_or_clicks(
     assert len(session.join_positions) >= 8  # segments grow to ~400 characters after the first
     assert discontinuity_score(audio, session.join_positions) < 1.5
     assert np.abs(audio).max() <= 1.0
+    # the very end was spoken: the last sentence closes the transcript of its last seconds. Whisper
+    # tiny sometimes drops a short word ("of", "a"), which shifts a tail cut at the sentence's own
+    # word count by as many words of the sentence before; so the tail's length may differ by a few
     last = sentences[-1]
     heard = transcribe(audio[-rate * 8 :], rate).split()
-    assert wer(last, " ".join(heard[-len(last.split()) :])) <= 0.25  # the very end was spoken
+    words = len(last.split())
+    assert min(wer(last, " ".join(heard[-n:])) for n in range(words - 3, words + 4)) <= 0.25
 
 
 @pytest.mark.parametrize(
