@@ -208,11 +208,12 @@ class CoreSharing:
         (:meth:`_threads_for`)."""
         if job.overdue(now) or job.stream is None or job.cost <= 0:
             return None
-        narrow, free = self._fair(job, self._free, now), self._free
+        producing = self._producing(now)  # once: it asks every stream for its spare
+        narrow, free = self._fair(job, self._free, now, producing=producing), self._free
         for hold in sorted((h for h in self._running if not h.asked), key=lambda h: h.remaining(now)):
             end = now + hold.remaining(now)
             free += hold.threads or 0
-            wide = self._fair(job, free, now, start=end)
+            wide = self._fair(job, free, now, start=end, producing=producing)
             if wide > narrow:
                 wide_s, narrow_s = job.stream.needs(wide), job.stream.needs(narrow)
                 if wide_s is None or narrow_s is None or end <= now:
@@ -220,16 +221,18 @@ class CoreSharing:
                 return end if end - now < job.cost * (narrow_s / wide_s - 1.0) else None
         return None
 
-    def _fair(self, job: Job, free: int, now: float, start: float | None = None) -> int:
+    def _fair(
+        self, job: Job, free: int, now: float, start: float | None = None, producing: list[ActiveStream] | None = None
+    ) -> int:
         """The threads ``job``'s fair share of the cores gives it within ``free`` cores, started at
-        ``start`` (default: now) (lock held).
+        ``start`` (default: now), among ``producing`` (default: :meth:`_producing` now) (lock held).
 
         Counted by need (:meth:`_count`), a heavy stream's share beside light ones is wider than an
         equal one. It takes that width only if it can hold those cores for its expected cost without
         another stream needing one meanwhile (:meth:`_room`): a light stream's next window is often due
         soon after its last, and would otherwise wait for the whole of the heavy one's. Else it takes
         the equal share, and the light streams keep a core."""
-        producing = self._producing(now)
+        producing = self._producing(now) if producing is None else producing
         equal = self._level(free, len(producing))
         need = job.stream.needs() if job.stream is not None else None
         wide = self._level(free, self._count(need, producing))
