@@ -9,11 +9,13 @@ import heapq
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import onnxruntime as ort
+
+T = TypeVar("T")
 
 
 @dataclass(order=True)
@@ -99,6 +101,37 @@ class Hold:
         if self.late or self.job.cost <= 0:
             return 0.0  # late itself, or nothing known of its work: never stopped
         return self.job.due - now - self.job.cost
+
+
+class Reads:
+    """What one decision of the pool has read, so that it reads each thing once however many of its
+    steps ask (see :mod:`voxserve.stream.sharing`). Entered (``with reads:``) for a decision, under the
+    pool's lock, which is never waited on inside one: what another thread changes meanwhile is read
+    afresh by the next decision. A decision entered inside another is part of it."""
+
+    def __init__(self) -> None:
+        self._memo: dict[Hashable, Any] | None = None  # None: no decision under way
+        self._depth = 0
+
+    def __enter__(self) -> None:
+        if not self._depth:
+            self._memo = {}
+        self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._memo = None
+
+    def once(self, key: Hashable, read: Callable[[], T]) -> T:
+        """``read()``, read once in the decision under way under ``key`` (every time outside one)."""
+        memo = self._memo
+        if memo is None:
+            return read()
+        if key not in memo:
+            memo[key] = read()
+        value: T = memo[key]
+        return value
 
 
 def first_shortfall(cores: int, threads: int, needs: list[float], ends: list[tuple[float, int]]) -> float:

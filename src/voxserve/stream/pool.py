@@ -175,7 +175,7 @@ class WorkerPool(CoreSharing):
         due = deadline if deadline is not None else time.monotonic()
         cost = max(cost, 0.0)
         job = Job(due - cost if playing else due, next(self._seq), fn, loop, future, due, cost, stream, not playing)
-        with self._cond:
+        with self._cond, self._reads:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
             heapq.heappush(self._heap, job)
@@ -226,12 +226,13 @@ class WorkerPool(CoreSharing):
             while not self._closed:
                 wake = None
                 if self._free >= 1 and self._waiting[0] is entry:
-                    now = time.monotonic()
-                    queued, wake = self._next_job(now)
-                    if queued is None or (queued.start_by, queued.seq) > entry[:2]:
-                        wake = self._yields(hold.job, now)
-                        if wake is None:
-                            break
+                    with self._cond, self._reads:
+                        now = time.monotonic()
+                        queued, wake = self._next_job(now)
+                        if queued is None or (queued.start_by, queued.seq) > entry[:2]:
+                            wake = self._yields(hold.job, now)
+                            if wake is None:
+                                break
                 self._cond.wait(None if wake is None else max(0.0, wake - time.monotonic()))
             self._waiting.remove(entry)
             heapq.heapify(self._waiting)

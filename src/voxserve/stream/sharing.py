@@ -33,7 +33,10 @@ And it gives way to a playing stream's job that the first audios queued ahead of
 past its latest start (:meth:`CoreSharing._gives_way`): a first audio is never stopped once started.
 
 The state lives here and is guarded by the pool's lock (``_cond``); every method named with a leading
-underscore is called with it held.
+underscore is called with it held. One decision (which job starts, with how many threads, how long a
+window may hold its cores) reads each stream's need and spare once (:class:`~voxserve.stream.jobs.Reads`):
+a stream's spare asks the pool for its own share, so reading them afresh at every step would cost the
+square of the streams at each of the several steps a decision takes.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from voxserve.stream.jobs import ActiveStream, Hold, Job, first_late, first_shortfall, nearest_level
+from voxserve.stream.jobs import ActiveStream, Hold, Job, Reads, first_late, first_shortfall, nearest_level
 
 # How long a new stream's first audio may wait for thin streams, in its own expected work after its arrival.
 # In a burst, the streams that just got their first window are all thin at once, and each newcomer let go
@@ -68,6 +71,18 @@ class CoreSharing:
         self._waiting: list[tuple[float, int, Hold]] = []  # stopped jobs waiting for cores, by latest start
         self._asked = 0  # running jobs asked to give their cores back, not yet done so
         self._workers = 1  # worker threads (the pool sets it)
+        self._reads = Reads()  # what the decision under way has read
+
+    def _needs(self) -> dict[ActiveStream, float | None]:
+        """Every stream's seconds of work per audio second at one thread (:meth:`ActiveStream.needs`),
+        read once per decision (lock held)."""
+        return self._reads.once("needs", lambda: {s: s.needs() for s in self._streams})
+
+    def _need(self, stream: ActiveStream, threads: int = 1) -> float | None:
+        """``stream``'s seconds of work per audio second at ``threads``, read once per decision (lock held)."""
+        if threads == 1 and stream in self._streams:
+            return self._needs()[stream]
+        return self._reads.once(("need", stream, threads), lambda: stream.needs(threads))
 
     def share(self, held: bool = True, need: float | None = None) -> tuple[int | None, float]:
         """(threads a stream's job gets, or None without shared cores; streams per job slot, >= 1).
@@ -77,12 +92,17 @@ class CoreSharing:
         a stream's next window is planned with). ``need``: the cores the asking stream keeps busy
         (:attr:`ActiveStream.need`), so that lighter streams count less (:meth:`_count`); None: every
         stream counts as a whole one."""
-        with self._cond:
+        with self._cond, self._reads:
             if self.cores is None:
                 return None, max(1.0, len(self._streams) / self._workers)
-            streams = self._count(need, self._streams if held else self._producing(time.monotonic()))
-            threads = self._level(self.cores, streams)
-            return threads, max(1.0, streams / (self.cores // threads))
+            return self._reads.once(("share", held, need), lambda: self._share(held, need))
+
+    def _share(self, held: bool, need: float | None) -> tuple[int, float]:
+        """:meth:`share` with shared cores (lock held)."""
+        assert self.cores is not None
+        streams = self._counted(need, held, time.monotonic())
+        threads = self._level(self.cores, streams)
+        return threads, max(1.0, streams / (self.cores // threads))
 
     def hold_limit(self, stream: ActiveStream | None, threads: int) -> float:
         """Seconds from now that a job of ``stream`` may hold ``threads`` cores without another stream
@@ -96,7 +116,7 @@ class CoreSharing:
         the first moment that would otherwise fall short."""
         if self.cores is None:
             return math.inf
-        with self._cond:
+        with self._cond, self._reads:
             now = time.monotonic()
 
             def others(job: Job) -> bool:
@@ -116,7 +136,7 @@ class CoreSharing:
         Then a stream short of audio cannot count on a core at once from streams with audio to spare, and
         a window cut below the gaining size to come in time would only spend more of the cores on context:
         every stream cutting at once is how a load near the cores' limit tips past it and stays there."""
-        with self._cond:
+        with self._cond, self._reads:
             slots = self._workers if self.cores is None else self.cores // max(1, threads or 1)
             return len(self._thin()) > slots
 
@@ -135,11 +155,20 @@ class CoreSharing:
         threads = self._level(self.cores, streams)
         return threads / max(1.0, streams / (self.cores // threads))
 
+    def _counted(self, need: float | None, held: bool, now: float) -> float:
+        """The streams (``held``: all of them; else those producing audio now) counted as heavy as one that
+        needs ``need`` (:meth:`_count`), once per decision (lock held)."""
+
+        def count() -> float:
+            needs = self._needs()
+            return self._count(need, needs.values() if held else [needs[s] for s in self._producing(now)])
+
+        return self._reads.once(("count", need, held), count)
+
     @staticmethod
-    def _count(need: float | None, streams: Iterable[ActiveStream | float | None]) -> float:
-        """How many streams as heavy as one that keeps ``need`` cores busy ``streams`` (or their needs,
-        read once) add up to: each counts its own need over ``need``, at most 1, or 1 when either is not
-        known.
+    def _count(need: float | None, needs: Iterable[float | None]) -> float:
+        """How many streams as heavy as one that keeps ``need`` cores busy streams that need ``needs``
+        add up to: each counts its own need over ``need``, at most 1, or 1 when either is not known.
 
         Equal shares of the cores fit streams that need about the same. A Piper stream needs a tenth
         of what a Kokoro one does; counted whole, it would put the Kokoro stream on half the cores for
@@ -149,25 +178,24 @@ class CoreSharing:
         :meth:`hold_limit` bounds by its deadlines. The lighter stream counts the heavier one whole:
         it gets no wider for being light."""
         if need is None or need <= 0:
-            return float(sum(1 for _ in streams))
-        total = 0.0
-        for stream in streams:
-            own = stream.needs() if isinstance(stream, ActiveStream) else stream
-            total += 1.0 if own is None else min(1.0, own / need)
-        return total
+            return float(sum(1 for _ in needs))
+        return sum(1.0 if own is None else min(1.0, own / need) for own in needs)
 
     def _producing(self, now: float) -> list[ActiveStream]:
         """Streams producing audio, less the new ones whose first audio is held back now (lock held)."""
-        held = self._held(now)
-        return [s for s in self._streams if s not in held] if held else list(self._streams)
+
+        def producing() -> list[ActiveStream]:
+            held = self._held(now)
+            return [s for s in self._streams if s not in held] if held else list(self._streams)
+
+        return self._reads.once("producing", producing)
 
     def _held(self, now: float) -> set[ActiveStream | None]:
         """The new streams whose first audio is held back now for thin streams (lock held)."""
         first = [j for j in self._heap if j.first]
         if not first:
             return set()
-        thin = self._thin()
-        return {j.stream for j in first if self._waits(j, now, thin) is not None}
+        return self._reads.once("held", lambda: {j.stream for j in first if self._waits(j, now) is not None})
 
     def _ready(self) -> tuple[Job | None, float | None]:
         """The queued job a worker may start now, or None and when to look again (``None``: when the
@@ -181,7 +209,11 @@ class CoreSharing:
             return self._heap[0], None
         if self._free < 1:
             return None, None
-        now = time.monotonic()
+        with self._cond, self._reads:
+            return self._ready_now(time.monotonic())
+
+    def _ready_now(self, now: float) -> tuple[Job | None, float | None]:
+        """:meth:`_ready` with shared cores, some free and a job queued (lock held)."""
         top, opens = self._next_job(now)
         if top is None or (self._waiting and self._waiting[0][:2] < (top.start_by, top.seq)):
             return None, opens
@@ -208,34 +240,30 @@ class CoreSharing:
         (:meth:`_threads_for`)."""
         if job.overdue(now) or job.stream is None or job.cost <= 0:
             return None
-        producing = self._producing(now)  # once: it asks every stream for its spare
-        narrow, free = self._fair(job, self._free, now, producing=producing), self._free
+        narrow, free = self._fair(job, self._free, now), self._free
         for hold in sorted((h for h in self._running if not h.asked), key=lambda h: h.remaining(now)):
             end = now + hold.remaining(now)
             free += hold.threads or 0
-            wide = self._fair(job, free, now, start=end, producing=producing)
+            wide = self._fair(job, free, now, start=end)
             if wide > narrow:
-                wide_s, narrow_s = job.stream.needs(wide), job.stream.needs(narrow)
+                wide_s, narrow_s = self._need(job.stream, wide), self._need(job.stream, narrow)
                 if wide_s is None or narrow_s is None or end <= now:
                     return None
                 return end if end - now < job.cost * (narrow_s / wide_s - 1.0) else None
         return None
 
-    def _fair(
-        self, job: Job, free: int, now: float, start: float | None = None, producing: list[ActiveStream] | None = None
-    ) -> int:
+    def _fair(self, job: Job, free: int, now: float, start: float | None = None) -> int:
         """The threads ``job``'s fair share of the cores gives it within ``free`` cores, started at
-        ``start`` (default: now), among ``producing`` (default: :meth:`_producing` now) (lock held).
+        ``start`` (default: now), among the streams producing audio now (lock held).
 
         Counted by need (:meth:`_count`), a heavy stream's share beside light ones is wider than an
         equal one. It takes that width only if it can hold those cores for its expected cost without
         another stream needing one meanwhile (:meth:`_room`): a light stream's next window is often due
         soon after its last, and would otherwise wait for the whole of the heavy one's. Else it takes
         the equal share, and the light streams keep a core."""
-        producing = self._producing(now) if producing is None else producing
-        equal = self._level(free, len(producing))
-        need = job.stream.needs() if job.stream is not None else None
-        wide = self._level(free, self._count(need, producing))
+        equal = self._level(free, len(self._producing(now)))
+        need = self._need(job.stream) if job.stream is not None else None
+        wide = self._level(free, self._counted(need, False, now))
         if wide <= equal or self._room(job, wide, now if start is None else start, now):
             return wide
         return equal
@@ -259,10 +287,9 @@ class CoreSharing:
         if not self._heap or not self._heap[0].first:
             return (self._heap[0] if self._heap else None), None
         opens: float | None = None
-        thin = self._thin()  # once for every first audio queued: each would count the same streams
         order = sorted(self._heap)
         for i, job in enumerate(order):
-            until = self._waits(job, now, thin)
+            until = self._waits(job, now)
             if until is None:
                 return (self._gives_way(order[i:], now) or job) if job.first else job, opens
             opens = until if opens is None else min(opens, until)
@@ -286,9 +313,9 @@ class CoreSharing:
     def _thin(self) -> list[ActiveStream]:
         """Playing streams with too little audio coming to keep gaining once every stream runs (their
         ``spare`` below 0; a stream before its first audio has all it needs) (lock held)."""
-        return [s for s in self._streams if s.spare is not None and s.spare() < 0]
+        return self._reads.once("thin", lambda: [s for s in self._streams if s.spare is not None and s.spare() < 0])
 
-    def _waits(self, job: Job, now: float, thin: list[ActiveStream] | None = None) -> float | None:
+    def _waits(self, job: Job, now: float) -> float | None:
         """Until when a new stream's first audio waits for thin streams, if it must wait now; else None
         (lock held).
 
@@ -299,16 +326,17 @@ class CoreSharing:
         and meanwhile does not count in the share (:meth:`_producing`): the thin stream decodes
         on the cores the new one would take, and gains. It waits at most :data:`FIRST_AUDIO_WAIT` times
         its own expected work after its arrival, so first audio stays within a few times a lone
-        stream's. ``thin``: :meth:`_thin`, if already counted for this decision."""
+        stream's."""
         if not job.first or self.cores is None or now >= job.due + FIRST_AUDIO_WAIT * job.cost:
             return None
-        thin = self._thin() if thin is None else thin
+        thin = self._thin()
         if not thin:
             return None
-        needs = {s: s.needs() for s in self._streams}
-        others = [n for s, n in needs.items() if s is not job.stream]
-        for need in {needs.get(s) for s in thin}:  # a thin one's share of the cores drops with it: it waits
-            if self._cores_each(self._count(need, needs.values())) < self._cores_each(self._count(need, others)):
+        counted = job.stream is not None and job.stream in self._streams
+        for need in {self._need(s) for s in thin}:  # a thin one's share of the cores drops with it: it waits
+            every = self._counted(need, True, now)
+            own = self._count(need, [self._need(job.stream)]) if counted and job.stream is not None else 0.0
+            if self._cores_each(every) < self._cores_each(every - own):
                 return job.due + FIRST_AUDIO_WAIT * job.cost
         return None
 
@@ -348,9 +376,10 @@ class CoreSharing:
         otherwise take the cores a playing stream between two jobs is about to need) (lock held)."""
         if self.cores is None:
             return None
-        now = time.monotonic()
-        fair = self._fair(job, self._free, now)
-        if overdue:
+        with self._cond, self._reads:
+            now = time.monotonic()
+            fair = self._fair(job, self._free, now)
+            if not overdue:
+                return fair
             level = self._overdue_level(self._free, self._overdue(now, starting=1))
             return min(level, fair) if job.first else level
-        return fair
