@@ -230,41 +230,6 @@ async def test_a_heavy_streams_job_waits_for_a_light_ones_short_job_rather_than_
         pool.close()
 
 
-async def test_a_first_audio_shares_a_busy_core_while_the_running_job_has_slack_for_it() -> None:
-    """With every core held by a heavy stream's window, a newcomer's short first audio starts at once on
-    one of them, sharing it, when the window's slack covers the slowdown and no other stream needs a core
-    before the first audio is done; otherwise it waits for the window."""
-    from voxserve.engines.onnx import current_thread_budget
-
-    pool = WorkerPool(4, cores=2, levels=(2, 1))
-    gate = threading.Event()
-
-    def window() -> int | None:
-        gate.wait(5)
-        return current_thread_budget()
-
-    try:
-        for slack, other_due, shares in ((3.0, None, True), (0.02, None, False), (3.0, 0.05, False)):
-            gate.clear()
-            with pool.streaming(need=_heavy) as heavy, pool.streaming(need=_light) as newcomer:
-                due = time.monotonic() + 1.0 + slack
-                running = asyncio.ensure_future(pool.run(window, deadline=due, cost=1.0, stream=heavy))
-                await asyncio.sleep(0.05)  # the window holds both cores
-                needs_soon = (lambda at=time.monotonic() + other_due: at) if other_due else None
-                with pool.streaming(needs_soon, need=_light):
-                    first = asyncio.ensure_future(
-                        pool.run(current_thread_budget, cost=0.1, playing=False, stream=newcomer)
-                    )
-                    done, _ = await asyncio.wait([first], timeout=0.5)
-                    assert bool(done) == shares, (slack, other_due)
-                    gate.set()
-                    assert await running == 2
-                    assert await first == 1  # sharing a core, or its equal share among three streams
-        assert pool.preemptions == 0
-    finally:
-        pool.close()
-
-
 def _heavy(threads: int) -> float:
     """A Kokoro-like stream's work per audio second: 0.8 s at one thread, 0.45 s at two."""
     return 0.8 if threads == 1 else 0.45

@@ -190,8 +190,8 @@ class WorkerPool(CoreSharing):
         if self.cores is None or self._busy >= len(self._threads):
             return  # no shared cores to hand over, or no idle worker could run it anyway
         now = time.monotonic()
-        if self._waits(job, now) is not None or self._squeezes(now) is job:
-            return  # a new stream held back for thin streams takes no one's cores; one sharing a core stops none
+        if self._waits(job, now) is not None:
+            return  # a new stream held back for thin streams takes no one's cores
         ahead = [j for j in self._heap if j is not job and (j.start_by, j.seq) < (job.start_by, job.seq)]
         want = self._overdue_level(self.cores, self._overdue(now)) if job.overdue(now) else 1
         coming = self._free + sum(h.threads or 0 for h in self._running if h.asked) - len(ahead)

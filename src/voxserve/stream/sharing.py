@@ -202,39 +202,15 @@ class CoreSharing:
         pool changes) (lock held).
 
         A job leaves the last free cores to the streams between two jobs that need audio before it does
-        (:meth:`_yields`), a new stream's first audio may wait for thin streams (:meth:`_waits`), and
-        with no core free it may share one (:meth:`_squeezes`)."""
+        (:meth:`_yields`), and a new stream's first audio may wait for thin streams (:meth:`_waits`)."""
         if not self._heap:
             return None, None
         if self.cores is None:
             return self._heap[0], None
+        if self._free < 1:
+            return None, None
         with self._cond, self._reads:
-            if self._free < 1:
-                return self._squeezes(time.monotonic()), None
             return self._ready_now(time.monotonic())
-
-    def _squeezes(self, now: float) -> Job | None:
-        """A new stream's first audio that starts at once on a core a running job holds, when no core is
-        free, or None (lock held).
-
-        A first audio is due on arrival; waiting for a core, it waits for the whole of a running job, which
-        a heavy stream's window beside light streams can make last a second (:meth:`_fair`), and stopping
-        that job (:meth:`~voxserve.stream.pool.WorkerPool._preempt_for`) throws its work away. Sharing a
-        core instead, the first audio takes ``cores + 1`` over ``cores`` of its expected work and every
-        running job that much more, a ``cores``-th of the first audio's work: it does so while every
-        running job's slack covers that, none of them late, and no other stream needs a core before the
-        first audio is done (:meth:`hold_limit`). One first audio at a time."""
-        if self._free != 0 or self._asked or not self._running:
-            return None
-        job, _ = self._next_job(now)
-        if job is None or not job.first or job.cost <= 0:
-            return None
-        assert self.cores is not None
-        loss = job.cost / self.cores
-        for hold in self._running:
-            if hold.late or hold.job.cost <= 0 or hold.job.due - now - hold.remaining(now) < loss:
-                return None
-        return job if now + job.cost + loss <= now + self.hold_limit(job.stream, 1) else None
 
     def _ready_now(self, now: float) -> tuple[Job | None, float | None]:
         """:meth:`_ready` with shared cores, some free and a job queued (lock held)."""
@@ -400,8 +376,6 @@ class CoreSharing:
         otherwise take the cores a playing stream between two jobs is about to need) (lock held)."""
         if self.cores is None:
             return None
-        if self._free < 1:
-            return 1  # a first audio sharing a core (:meth:`_squeezes`)
         with self._cond, self._reads:
             now = time.monotonic()
             fair = self._fair(job, self._free, now)
