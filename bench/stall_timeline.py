@@ -6,15 +6,24 @@ submitted (seconds since the load began), its expected cost, its deadline agains
 started and ended, the threads it ran with, and the pool at submission (jobs queued, running, cores free,
 streams producing audio). Each piece of audio the listener received is listed with its length and, where
 the listener had run dry, how long it waited. At the end, the timelines of the first ``--show`` streams
-that stalled: where in the stream each ran dry and what the cores were doing meanwhile.
+that stalled: where in the stream each ran dry and what the cores were doing meanwhile, with every other
+stream's jobs that ran in the ``--before`` seconds before it ran dry.
 
     .venv/bin/python -m bench.stall_timeline --concurrency 8,12,16 --ramp 0
+
+``--beside VOICE:LEVEL`` runs a second load of ``LEVEL`` listeners of another voice at the same time
+(as ``bench.compare_trees --beside``); each stream is named by its engine's sample rate. A Kokoro
+listener beside eight Piper ones, only the Kokoro streams' stalls shown:
+
+    .venv/bin/python -m bench.stall_timeline --voice af_heart --concurrency 1 --duration 40 \
+        --beside en_US-joe-medium:8 --rate 24000
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import statistics
 import subprocess
 import sys
 import time
@@ -34,17 +43,41 @@ class _Timelines:
 
     def __init__(self) -> None:
         self.events: dict[int, list[Event]] = collections.defaultdict(list)
+        self.rates: dict[int, int] = {}  # each stream's sample rate: which engine it is
+        self.jobs: list[tuple[float, float, int, str]] = []  # every job: start, end, stream, what
+        self.held: dict[tuple[int | None, int | None], list[float]] = collections.defaultdict(list)
         self.t0 = time.monotonic()
 
     def start(self) -> None:
         self.events.clear()
+        self.jobs.clear()
         self.t0 = time.monotonic()
 
     def add(self, key: int, at: float, line: str) -> None:
         self.events[key].append((at - self.t0, line))
 
-    def stalled(self) -> list[list[Event]]:
-        return [sorted(ev) for ev in self.events.values() if any("ran dry" in line for _, line in ev)]
+    def stalled(self, rate: int | None = None) -> list[tuple[int, list[Event]]]:
+        """The streams that ran dry (of sample rate ``rate`` only, if given), with their events."""
+        return [
+            (key, sorted(ev))
+            for key, ev in self.events.items()
+            if any("ran dry" in line for _, line in ev) and rate in (None, self.rates.get(key))
+        ]
+
+    def held_table(self) -> str:
+        """Each job's wall time over its expected cost, by sample rate and threads: how far the costs
+        the windows are planned with are from what the jobs take under this load."""
+        rows = ["jobs' wall time / expected cost (expected cost > 0.05 s), by engine and threads: median, P90, jobs"]
+        for (rate, threads), ratios in sorted(self.held.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1] or 0)):
+            ordered = sorted(ratios)
+            p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+            rows.append(f"  {rate} Hz, {threads} threads: {statistics.median(ordered):.2f}, {p90:.2f}, {len(ordered)}")
+        return "\n".join(rows)
+
+    def others(self, key: int, since: float, until: float) -> list[str]:
+        """The jobs of streams other than ``key`` that ran between ``since`` and ``until``."""
+        ran = sorted(job for job in self.jobs if job[2] != key and job[1] > since and job[0] < until)
+        return [f"{start:8.3f}-{end:8.3f}  {self.rates.get(other)} Hz  {what}" for start, end, other, what in ran]
 
 
 def _watch(timelines: _Timelines) -> None:
@@ -67,6 +100,8 @@ def _watch(timelines: _Timelines) -> None:
             queued, running, streams = len(pool._heap), len(pool._running), len(pool._streams)
             state = f"queued {queued} running {running} free {pool._free} streams {streams}"
 
+        timelines.rates[id(self._clock)] = self.sample_rate
+
         def run() -> object:
             ran["start"], ran["threads"] = time.monotonic(), current_thread_budget()
             try:
@@ -80,6 +115,11 @@ def _watch(timelines: _Timelines) -> None:
         finally:
             due = "never" if deadline == float("inf") else f"{deadline - submitted:+.3f}"
             began, ended = ran.get("start", submitted) - submitted, ran.get("end", submitted) - submitted
+            if "start" in ran:
+                what = f"job cost {cost:.3f} due {due} threads {ran.get('threads')}"
+                timelines.jobs.append((ran["start"] - timelines.t0, ran["end"] - timelines.t0, id(self._clock), what))
+                if cost > 0.05:
+                    timelines.held[self.sample_rate, ran.get("threads")].append((ran["end"] - ran["start"]) / cost)
             timelines.add(
                 id(self._clock),
                 submitted,
@@ -97,6 +137,9 @@ def main() -> None:
     parser.add_argument("--duration", default="30")
     parser.add_argument("--ramp", default="2", help="voxserve bench's --ramp (0: every listener at once)")
     parser.add_argument("--show", type=int, default=4, help="stalled streams whose timelines are printed")
+    parser.add_argument("--beside", help="VOICE:LEVEL: a second load at the same time")
+    parser.add_argument("--rate", type=int, help="show only the stalls of streams of this sample rate")
+    parser.add_argument("--before", type=float, default=1.5, help="seconds of other jobs shown before a stall")
     parser.add_argument("--port", type=int, default=18400)
     parser.add_argument("--output", default="bench-results/stall-timeline")
     args = parser.parse_args()
@@ -108,14 +151,26 @@ def main() -> None:
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
     command += ["--grpc-target", f"127.0.0.1:{args.port + 1}", "--voice", args.voice]
     command += ["--concurrency", args.concurrency, "--duration", args.duration, "--ramp", args.ramp]
-    done = subprocess.run([*command, "--output", args.output], capture_output=True, text=True, check=False)
-    print(done.stdout[done.stdout.find(f"{args.voice}\n") :] or done.stderr[-2000:])
-    stalled = timelines.stalled()
-    print(f"streams {len(timelines.events)}, stalled {len(stalled)}")
-    for events in stalled[: args.show]:
-        print("-----")
+    loads = [(args.voice, subprocess.Popen([*command, "--output", args.output], stdout=subprocess.PIPE, text=True))]
+    if args.beside:
+        voice, level = args.beside.split(":")
+        beside = [*command, "--output", f"{args.output}-beside"]
+        beside[beside.index(args.voice)], beside[beside.index(args.concurrency)] = voice, level
+        loads.append((voice, subprocess.Popen(beside, stdout=subprocess.PIPE, text=True)))
+    for voice, load in loads:
+        out = load.communicate()[0]
+        print(out[out.find(f"{voice}\n") :] or out[-2000:])
+    print(timelines.held_table())
+    stalled = timelines.stalled(args.rate)
+    print(f"streams {len(timelines.events)}, stalled {len(timelines.stalled())}, shown of them {len(stalled)}")
+    for key, events in stalled[: args.show]:
+        print(f"----- a stream at {timelines.rates.get(key)} Hz")
         for at, line in events:
             print(f"{at:8.3f}  {line}")
+        for at, line in events:
+            if "ran dry" in line:
+                print(f"  other streams' jobs in the {args.before} s before it ran dry at {at:.3f}:")
+                print("\n".join(f"    {job}" for job in timelines.others(key, at - args.before, at)))
     server.should_exit = True
 
 
