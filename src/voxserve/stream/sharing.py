@@ -260,26 +260,13 @@ class CoreSharing:
         equal one. It takes that width only if it can hold those cores for its expected cost without
         another stream needing one meanwhile (:meth:`_room`): a light stream's next window is often due
         soon after its last, and would otherwise wait for the whole of the heavy one's. Else it takes
-        the equal share, and the light streams keep a core; but not when its job, planned at the wider
-        width (the share its stream sized the window with: :meth:`share`), would be done past its
-        deadline on the equal share and in time on the wider one (:meth:`_late_narrow`): its own
-        listener would surely run dry, where the others' need is what they may ask for meanwhile."""
-        start = now if start is None else start
+        the equal share, and the light streams keep a core."""
         equal = self._level(free, len(self._producing(now)))
         need = self._need(job.stream) if job.stream is not None else None
         wide = self._level(free, self._counted(need, False, now))
-        if wide <= equal or self._room(job, wide, start, now) or self._late_narrow(job, equal, wide, start):
+        if wide <= equal or self._room(job, wide, now if start is None else start, now):
             return wide
         return equal
-
-    def _late_narrow(self, job: Job, narrow: int, wide: int, start: float) -> bool:
-        """Whether ``job``, its expected cost planned at ``wide`` threads, would be done after its
-        deadline at ``narrow`` threads (its stream's learned work at the two widths) and in time at
-        ``wide``, started at ``start`` (lock held)."""
-        if job.stream is None or job.cost <= 0 or start + job.cost > job.due:
-            return False
-        narrow_s, wide_s = self._need(job.stream, narrow), self._need(job.stream, wide)
-        return narrow_s is not None and wide_s is not None and start + job.cost * narrow_s / wide_s > job.due
 
     def _room(self, job: Job, threads: int, start: float, now: float) -> bool:
         """Whether ``job`` can hold ``threads`` cores from ``start`` for its expected cost without another
