@@ -184,6 +184,33 @@ async def test_a_listener_that_runs_dry_alone_leaves_the_limit_where_it_was() ->
     assert adm.limit == pytest.approx(0.45) and not adm.fits(0.35)
 
 
+async def test_a_stall_takes_the_stream_admitted_last_off_the_limit() -> None:
+    """A stream must not run dry for streams that came after it: the one admitted last is the one the
+    limit should have refused. Beside light streams a heavy one's stall takes a light one off the limit
+    (which the light streams' clean ends give back), and a heavy newcomer's takes itself off."""
+    heavy, light = 0.4, 0.05
+    adm = Admission(max_streams=100, max_queue=0, max_load=0.8)
+    await adm.acquire(heavy)
+    lights = [await adm.acquire(light) for _ in range(8)]
+    adm.observe(heavy, stalled=True)
+    assert adm.limit == pytest.approx(0.75) and not adm.fits(light)
+    adm.release(lights.pop())
+    adm.release(lights.pop())
+    assert adm.fits(light) and not adm.fits(2 * light)  # up to one light stream fewer than when it stalled
+    for _ in range(100):
+        adm.observe(light, stalled=False)  # a hundred clean light streams give it back
+    assert adm.limit == pytest.approx(0.8)
+
+    late = Admission(max_streams=100, max_queue=0, max_load=0.8)
+    for _ in range(7):
+        await late.acquire(light)
+    newcomer = await late.acquire(heavy)  # admitted last
+    late.observe(light, stalled=True)
+    assert late.limit == pytest.approx(0.4) and not late.fits(light)
+    late.release(newcomer)
+    assert late.fits(light) and not late.fits(heavy)  # the light streams as before the heavy one came
+
+
 async def test_a_burst_owes_what_it_did_not_take_off_the_limit_and_never_more_than_the_limit() -> None:
     adm = Admission(max_streams=100, max_queue=0, max_load=1.0)
     for _ in range(10):

@@ -18,17 +18,21 @@ first stream is always admitted.
 
 The limit also learns from the streams themselves. The shares say what the cores can compute; whether
 the scheduler turns that into audio on time is measured by the server's own underrun count. Each stream
-whose listener runs dry lowers the limit by its share, at its first stall so that streams arriving
-meanwhile do not pile on (never below one stream). When it stalled at a load above the limit (streams
-admitted before an earlier stall lowered it: the same overload), the limit goes only to one stream
-under that load, so one overload lowers it once, not once per stalled stream: lowering it by every
-stream a burst stalls would leave room for one stream at the end of it. What such a stream did not take
-off the limit is owed instead. Each stream that ends clean gives a hundredth of its share back: to the
-debt while there is one, else to the limit, up to ``max_load``. So a load that stalled is reached again
-only after about a hundred clean streams per stream it stalled, however many stalled at once: the limit
-settles where about one stream in a hundred stalls (the capacity target of ``voxserve bench``) on this
-machine, under this traffic. The debt never exceeds the limit, so one bad minute is paid off within
-a hundred times the streams the limit admits.
+whose listener runs dry lowers the limit by the share of the stream admitted last among those running,
+at its first stall so that streams arriving meanwhile do not pile on (never below the stalled stream's
+own share). That stream is the one the limit should have refused: a stream must not run dry for streams
+that arrived after it. With streams of one engine it is one stream's share, whichever stalled; beside
+lighter streams (Piper beside Kokoro) a heavy stream's stall takes one light stream off the limit, not
+the heavy one's share, which the light streams' clean ends would take many times as long to give back.
+When it stalled at a load above the limit (streams admitted before an earlier stall lowered it: the same
+overload), the limit goes only to one stream under that load, so one overload lowers it once, not once
+per stalled stream: lowering it by every stream a burst stalls would leave room for one stream at the
+end of it. What such a stream did not take off the limit is owed instead. Each stream that ends clean
+gives a hundredth of its share back: to the debt while there is one, else to the limit, up to
+``max_load``. So a load that stalled is reached again only after about a hundred clean streams per
+stream it stalled, however many stalled at once: the limit settles where about one stream in a hundred
+stalls (the capacity target of ``voxserve bench``) on this machine, under this traffic. The debt never
+exceeds the limit, so one bad minute is paid off within a hundred times the streams the limit admits.
 
 A stream that runs dry while no other is running teaches nothing: admitting fewer could not have
 spared it (the first stream is always admitted). Such a stall comes from elsewhere (a fresh server's
@@ -87,7 +91,7 @@ class Admission:
         self.max_load = max_load
         self._limit = max_load  # learned from stalls, within (one stream, max_load]
         self._debt = 0.0  # shares stalled streams did not take off the limit, paid back before it rises
-        self._bookings: set[Booking] = set()
+        self._bookings: dict[Booking, None] = {}  # the running streams, in the order they were admitted
         self._waiters: deque[tuple[asyncio.Future[None], Booking]] = deque()
         self._draining = False
         self._idle = asyncio.Event()
@@ -127,8 +131,9 @@ class Admission:
         if stalled and self.active <= 1:
             return  # it ran dry with the cores to itself: no admission could have spared it
         if stalled:
-            lowered = max(booked, min(self._limit, max(self._booked(), self._limit) - booked))
-            self._debt = min(self._debt + booked - max(0.0, self._limit - lowered), lowered)
+            last = self.share(next(reversed(self._bookings)).price())  # the stream admitted last
+            lowered = max(booked, min(self._limit, max(self._booked(), self._limit) - last))
+            self._debt = min(self._debt + last - max(0.0, self._limit - lowered), lowered)
             if lowered < self._limit:  # a burst's later stalls are owed, not logged again
                 log.warning(
                     "a listener ran dry beside %d other streams: admission limit %.3f -> %.3f of the cores",
@@ -205,7 +210,7 @@ class Admission:
 
     def release(self, booking: Booking) -> None:
         """End a stream's ``booking`` (what :meth:`acquire` returned) and admit waiters that now fit."""
-        self._bookings.discard(booking)
+        self._bookings.pop(booking, None)
         self._admit_waiters()
         if not self._bookings:
             self._idle.set()
@@ -233,7 +238,7 @@ class Admission:
             waiter.set_result(None)
 
     def _take(self, booking: Booking) -> None:
-        self._bookings.add(booking)
+        self._bookings[booking] = None
         self._idle.clear()
         self._changed()
 
