@@ -80,8 +80,9 @@ class CoreSharing:
 
     def _need(self, stream: ActiveStream, threads: int = 1) -> float | None:
         """``stream``'s seconds of work per audio second at ``threads``, read once per decision (lock held)."""
-        if threads == 1 and stream in self._streams:
-            return self._needs()[stream]
+        needs = self._needs() if threads == 1 else {}
+        if stream in needs:
+            return needs[stream]
         return self._reads.once(("need", stream, threads), lambda: stream.needs(threads))
 
     def share(self, held: bool = True, need: float | None = None) -> tuple[int | None, float]:
