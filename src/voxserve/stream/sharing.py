@@ -193,10 +193,7 @@ class CoreSharing:
 
     def _held(self, now: float) -> set[ActiveStream | None]:
         """The new streams whose first audio is held back now for thin streams (lock held)."""
-        first = [j for j in self._heap if j.first]
-        if not first:
-            return set()
-        return self._reads.once("held", lambda: {j.stream for j in first if self._waits(j, now) is not None})
+        return self._reads.once("held", lambda: {j.stream for j in self._heap if self._waits(j, now) is not None})
 
     def _ready(self) -> tuple[Job | None, float | None]:
         """The queued job a worker may start now, or None and when to look again (``None``: when the
@@ -333,11 +330,11 @@ class CoreSharing:
         thin = self._thin()
         if not thin:
             return None
-        counted = job.stream is not None and job.stream in self._streams
-        for need in {self._need(s) for s in thin}:  # a thin one's share of the cores drops with it: it waits
+        needs = self._needs()
+        mine = [needs[job.stream]] if job.stream is not None and job.stream in needs else []  # none: not counted
+        for need in {needs[s] for s in thin}:  # a thin one's share of the cores drops with it: it waits
             every = self._counted(need, True, now)
-            own = self._count(need, [self._need(job.stream)]) if counted and job.stream is not None else 0.0
-            if self._cores_each(every) < self._cores_each(every - own):
+            if self._cores_each(every) < self._cores_each(every - self._count(need, mine)):
                 return job.due + FIRST_AUDIO_WAIT * job.cost
         return None
 
