@@ -2,7 +2,7 @@
 
 Usage (2 intra-op threads, medians of 5 after one warm-up):
     .venv/bin/python bench/split_measure.py [--first 10] [--window 80] [--context 16] [--max-pad N]
-        [--precision int8|fp32|fp32-conv2d] [--skip-piper]
+        [--precision int8|int8-gemm|fp32|fp32-conv2d] [--skip-piper]
 
 Builds the split graphs into a temporary directory from the model cache (voxserve models fetch).
 """
@@ -178,7 +178,7 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=16)
     parser.add_argument("--max-pad", type=int, default=None)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--precision", choices=["int8", "fp32", "fp32-conv2d"], default="int8")
+    parser.add_argument("--precision", choices=["int8", "int8-gemm", "fp32", "fp32-conv2d"], default="int8")
     parser.add_argument("--skip-piper", action="store_true")
     args = parser.parse_args()
     store = ModelStore(Settings(_env_file=None))

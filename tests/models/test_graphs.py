@@ -21,8 +21,10 @@ from voxserve.engines.onnx import SessionFactory
 from voxserve.engines.piper_stream import PiperStreamer
 from voxserve.errors import ModelError
 from voxserve.models import ModelStore
+from voxserve.models.conv_gemm import measure
 from voxserve.models.fileio import sha256_file
 from voxserve.models.graphs import KNOWN_HASHES, SplitPrecision, build_split_graphs
+from voxserve.models.split_cache import resolve_precision
 
 if TYPE_CHECKING:
     from tests.conftest import PiperIds
@@ -154,3 +156,28 @@ def test_float_decoders_sound_like_int8(
     assert len(test) == len(reference) and np.isfinite(test).all()
     assert pesq(16_000, ref16, test16, "wb") >= 4.0
     assert stoi(ref16, test16, 16_000) >= 0.98
+
+
+def test_int8_gemm_decoder_makes_the_int8_audio(model_store: ModelStore, split_dir: Path, tmp_path: Path) -> None:
+    """The int8 decoder with its convolutions as integer matrix products (models.conv_gemm) is a known,
+    reproducible build, and where this CPU computes that form exactly (what ``auto`` checks before
+    choosing it) its windows are the int8 decoder's, sample for sample."""
+    gemm_dir = tmp_path / "int8-gemm"
+    build_split_graphs(model_store.kokoro_model(), gemm_dir, precision="int8-gemm")
+    decoder = onnx.load(str(gemm_dir / "kokoro_decoder.onnx"))
+    ops = [node.op_type for node in decoder.graph.node]
+    assert "ConvInteger" not in ops and ops.count("MatMulInteger") >= 68
+    assert not any(init.data_type == TensorProto.UINT8 and len(init.dims) == 3 for init in decoder.graph.initializer)
+
+    ids = np.array([KOKORO_VOCAB[c] for c in KOKORO_PHONEMES], dtype=np.int64)
+    voice = np.fromfile(model_store.kokoro_voice("af_heart"), dtype=np.float32).reshape(510, 1, 256)
+    factory = SessionFactory(["cpu"], 1)
+    int8 = KokoroStreamer(factory, split_dir)
+    front = int8.front(ids, voice[len(ids)], 1.0)
+    reference = np.concatenate([p.samples for p in int8.decode_windows(front, 10, 40)])
+    test = np.concatenate([p.samples for p in KokoroStreamer(factory, gemm_dir).decode_windows(front, 10, 40)])
+    assert len(test) == len(reference)
+    if measure(threads=1).exact:
+        np.testing.assert_array_equal(test, reference)
+    else:
+        assert resolve_precision("auto", on_gpu=False) == "int8"

@@ -72,7 +72,8 @@ def load_kokoro(load: EngineLoad) -> LoadedEngine:
     voices = load.store.kokoro_voices_dir()
     if not load.windowed:
         return LoadedEngine(KokoroEngine(load.sessions.create(model, elastic=False), voices, None, load.windows))
-    graphs = ensure_split_graphs(load.store, "kokoro", resolve_precision(load.precision, load.sessions.on_gpu))
+    precision = resolve_precision(load.precision, load.sessions.on_gpu, load.sessions.intra_op_threads)
+    graphs = ensure_split_graphs(load.store, "kokoro", precision)
     context = load.windows.frames(load.windows.context_s, KOKORO_HOP / KOKORO_RATE)
     streamer = KokoroStreamer(load.sessions, graphs, context_frames=context, batch=load.batch)
     engine = KokoroEngine(load.sessions.lazy(model), voices, streamer, load.windows)

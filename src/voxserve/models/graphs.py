@@ -35,20 +35,22 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import onnx
 from onnx import TensorProto, helper
 
 from voxserve.errors import ModelError
 from voxserve.models.batch_graph import make_batchable
+from voxserve.models.conv_gemm import convinteger_as_gemm
 from voxserve.models.fileio import sha256_file
 from voxserve.models.graph_hashes import KNOWN_HASHES
 from voxserve.models.precision import conv1d_as_conv2d, convolutions_fp16, dequantize
 from voxserve.models.sealed import SUFFIX as SEALED_SUFFIX
 from voxserve.models.sealed import ModelKey, open_sealed, write_sealed
 
-SplitPrecision = Literal["int8", "fp32", "fp32-conv2d", "fp16"]
+SplitPrecision = Literal["int8", "int8-gemm", "fp32", "fp32-conv2d", "fp16"]
+PRECISIONS: tuple[SplitPrecision, ...] = get_args(SplitPrecision)
 
 # Bumped whenever the built graphs change shape or meaning, so caches built by older code are rebuilt.
 SPLIT_FORMAT = 2
@@ -302,9 +304,11 @@ def build_split_graphs(
     """Cut ``model_path`` (Kokoro or Piper) into streamable graphs in ``out_dir``; return their paths.
 
     ``precision`` applies to Kokoro's decoder (95 % of the cost): ``int8`` keeps the graph as shipped,
-    ``fp32`` dequantizes it, ``fp32-conv2d`` also rewrites its 1-D convolutions as 2-D, ``fp16`` runs the
-    dequantized convolutions in float16 (see :mod:`voxserve.models.precision`). Piper ships in float32
-    and ignores it. Use one ``out_dir`` per precision: file names do not change.
+    ``int8-gemm`` runs its convolutions as integer matrix products (the same numbers, on kernels some
+    CPUs run faster: :mod:`voxserve.models.conv_gemm`), ``fp32`` dequantizes it, ``fp32-conv2d`` also
+    rewrites its 1-D convolutions as 2-D, ``fp16`` runs the dequantized convolutions in float16 (see
+    :mod:`voxserve.models.precision`). Piper ships in float32 and ignores it. Use one ``out_dir`` per
+    precision: file names do not change.
 
     Writes ``<family>_split.json`` next to them with the source and output sha256. When the source is a
     known file and ``verify_hashes`` is set, each output must match :data:`KNOWN_HASHES` byte for byte.
@@ -333,7 +337,9 @@ def build_split_graphs(
         parts = [(cut.filename, extract(model, cut))]
         if cut.filename == "kokoro_decoder.onnx":
             decoder = add_phase_input(parts[0][1])
-            if precision != "int8":
+            if precision == "int8-gemm":
+                decoder = convinteger_as_gemm(decoder)
+            elif precision != "int8":
                 decoder = dequantize(decoder)
             if precision == "fp32-conv2d":
                 decoder = conv1d_as_conv2d(decoder)

@@ -16,8 +16,9 @@ import logging
 from pathlib import Path
 
 from voxserve.errors import ModelError
+from voxserve.models.conv_gemm import measure
 from voxserve.models.fileio import sha256_file
-from voxserve.models.graphs import SPLIT_FORMAT, SplitPrecision, build_split_graphs
+from voxserve.models.graphs import PRECISIONS, SPLIT_FORMAT, SplitPrecision, build_split_graphs
 from voxserve.models.manifest import InstalledFile
 from voxserve.models.sealed import SUFFIX as SEALED_SUFFIX
 from voxserve.models.sealed import ModelKey, read_header, sealed_path
@@ -26,14 +27,26 @@ from voxserve.models.store import Builder, ModelStore
 log = logging.getLogger(__name__)
 
 
-def resolve_precision(setting: str, on_gpu: bool) -> SplitPrecision:
-    """The decoder precision to use: ``auto`` is int8 on CPU (fastest measured here) and fp16 on a GPU
-    (float16 convolutions are what its tensor cores run; not yet measured on one)."""
+def resolve_precision(setting: str, on_gpu: bool, threads: int = 1) -> SplitPrecision:
+    """The decoder precision to use. ``auto`` is fp16 on a GPU (float16 convolutions are what its tensor
+    cores run). On a CPU it is int8, with its convolutions as integer matrix products (``int8-gemm``)
+    when :func:`~voxserve.models.conv_gemm.measure` finds that form exact and faster here, at one thread
+    and at ``threads``: the same numbers either way, and which kernels are faster depends on the CPU."""
     if setting == "auto":
-        return "fp16" if on_gpu else "int8"
-    if setting not in ("int8", "fp32", "fp32-conv2d", "fp16"):
-        raise ModelError(f"unknown precision {setting!r}; use auto, int8, fp32, fp32-conv2d or fp16")
-    return setting  # type: ignore[return-value]
+        if on_gpu:
+            return "fp16"
+        verdicts = [measure(level) for level in sorted({1, max(threads, 1)})]
+        chosen: SplitPrecision = "int8-gemm" if all(v.pays for v in verdicts) else "int8"
+        log.info(
+            "int8 convolutions as matrix products: %s; probe ms ConvInteger/MatMulInteger %s: using %s",
+            "exact" if all(v.exact for v in verdicts) else "NOT exact on this CPU",
+            ", ".join(f"{v.conv_s * 1000:.2f}/{v.gemm_s * 1000:.2f}" for v in verdicts),
+            chosen,
+        )
+        return chosen
+    if setting not in PRECISIONS:
+        raise ModelError(f"unknown precision {setting!r}; use auto or one of {', '.join(PRECISIONS)}")
+    return setting
 
 
 def split_dir(store: ModelStore, family: str, precision: SplitPrecision = "int8") -> Path:
