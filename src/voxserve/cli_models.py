@@ -41,10 +41,11 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
         return _encrypt_models(store, args)
     from voxserve.engines.cpus import usable_cores
     from voxserve.engines.onnx import resolve_providers
-    from voxserve.models.split_cache import resolve_precision, split_builder
+    from voxserve.models.split_cache import precision_record, resolve_precision, split_builder
 
     on_gpu = resolve_providers(settings.providers)[0] != "CPUExecutionProvider"
-    store.builders.append(split_builder(resolve_precision(settings.precision, on_gpu, usable_cores())))
+    precision = resolve_precision(settings.precision, on_gpu, usable_cores(), precision_record(store))
+    store.builders.append(split_builder(precision))
     if args.action == "fetch":
         files = store.fetch(force=args.force, progress=not args.quiet)
         total = sum(1 for f in store.installed() if f.ok)

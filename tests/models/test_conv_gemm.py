@@ -3,6 +3,8 @@ measuring on this machine."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -111,3 +113,25 @@ def test_auto_precision_follows_the_measurement(monkeypatch: pytest.MonkeyPatch)
     assert split_cache.resolve_precision("int8-gemm", on_gpu=False) == "int8-gemm"
     with pytest.raises(ModelError, match="unknown precision 'bf16'"):
         split_cache.resolve_precision("bf16", on_gpu=False)
+
+
+def test_auto_verdict_is_kept_for_this_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The first start measures and keeps the verdict; later starts on the same CPU and thread count reuse
+    it (a busy moment must not flip the variant); another thread count or a damaged record measures again."""
+    measured: list[int] = []
+
+    def fake(threads: int) -> GemmVerdict:
+        measured.append(threads)
+        return GemmVerdict(exact=True, conv_s=1.0, gemm_s=0.5)
+
+    monkeypatch.setattr(split_cache, "measure", fake)
+    record = tmp_path / "kokoro" / "precision.json"
+    assert split_cache.resolve_precision("auto", on_gpu=False, threads=2, remember=record) == "int8-gemm"
+    assert measured == [1, 2] and json.loads(record.read_text())["cpu"] == conv_gemm.cpu_identity()
+    monkeypatch.setattr(split_cache, "measure", lambda threads: GemmVerdict(exact=False, conv_s=1.0, gemm_s=0.5))
+    assert split_cache.resolve_precision("auto", on_gpu=False, threads=2, remember=record) == "int8-gemm"
+    assert split_cache.resolve_precision("auto", on_gpu=False, threads=4, remember=record) == "int8"
+    record.write_text("{not json")
+    monkeypatch.setattr(split_cache, "measure", fake)
+    assert split_cache.resolve_precision("auto", on_gpu=False, threads=4, remember=record) == "int8-gemm"
+    assert measured == [1, 2, 1, 4]

@@ -27,7 +27,7 @@ from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
 from voxserve.engines.windowing import WindowConfig
 from voxserve.models import ModelStore
-from voxserve.models.split_cache import ensure_split_graphs, resolve_precision
+from voxserve.models.split_cache import ensure_split_graphs, precision_record, resolve_precision
 from voxserve.tuning import Tuning
 
 PIPER_VOICE = "en_US-joe-medium"  # the Piper voice the model store fetches
@@ -72,7 +72,9 @@ def load_kokoro(load: EngineLoad) -> LoadedEngine:
     voices = load.store.kokoro_voices_dir()
     if not load.windowed:
         return LoadedEngine(KokoroEngine(load.sessions.create(model, elastic=False), voices, None, load.windows))
-    precision = resolve_precision(load.precision, load.sessions.on_gpu, load.sessions.intra_op_threads)
+    precision = resolve_precision(
+        load.precision, load.sessions.on_gpu, load.sessions.intra_op_threads, precision_record(load.store)
+    )
     graphs = ensure_split_graphs(load.store, "kokoro", precision)
     context = load.windows.frames(load.windows.context_s, KOKORO_HOP / KOKORO_RATE)
     streamer = KokoroStreamer(load.sessions, graphs, context_frames=context, batch=load.batch)

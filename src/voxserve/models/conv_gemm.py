@@ -25,9 +25,12 @@ on the machine it runs on (see :func:`voxserve.models.split_cache.resolve_precis
 
 from __future__ import annotations
 
+import hashlib
+import platform
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -136,6 +139,24 @@ def convinteger_as_gemm(model: onnx.ModelProto) -> onnx.ModelProto:
     graph.initializer.extend(consts.made.values())
     prune_unused(out)
     return out
+
+
+def cpu_identity() -> str:
+    """What :func:`measure`'s verdict depends on: the CPU's architecture, model name and instruction-set
+    flags (from ``/proc/cpuinfo`` where there is one) and the ONNX Runtime version, as one short hash."""
+    import onnxruntime as ort
+
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text(errors="replace").splitlines() if cpuinfo.is_file() else []
+    first = {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in lines[:40])}
+    parts = [
+        platform.machine(),
+        platform.processor(),
+        first.get("model name", ""),
+        first.get("flags", ""),
+        ort.__version__,
+    ]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,13 @@ sealed with the operator's key, so no plain graph is written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from pathlib import Path
 
 from voxserve.errors import ModelError
-from voxserve.models.conv_gemm import measure
+from voxserve.models.conv_gemm import cpu_identity, measure
 from voxserve.models.fileio import sha256_file
 from voxserve.models.graphs import PRECISIONS, SPLIT_FORMAT, SplitPrecision, build_split_graphs
 from voxserve.models.manifest import InstalledFile
@@ -27,26 +28,55 @@ from voxserve.models.store import Builder, ModelStore
 log = logging.getLogger(__name__)
 
 
-def resolve_precision(setting: str, on_gpu: bool, threads: int = 1) -> SplitPrecision:
+def resolve_precision(setting: str, on_gpu: bool, threads: int = 1, remember: Path | None = None) -> SplitPrecision:
     """The decoder precision to use. ``auto`` is fp16 on a GPU (float16 convolutions are what its tensor
     cores run). On a CPU it is int8, with its convolutions as integer matrix products (``int8-gemm``)
     when :func:`~voxserve.models.conv_gemm.measure` finds that form exact and faster here, at one thread
-    and at ``threads``: the same numbers either way, and which kernels are faster depends on the CPU."""
-    if setting == "auto":
-        if on_gpu:
-            return "fp16"
-        verdicts = [measure(level) for level in sorted({1, max(threads, 1)})]
-        chosen: SplitPrecision = "int8-gemm" if all(v.pays for v in verdicts) else "int8"
-        log.info(
-            "int8 convolutions as matrix products: %s; probe ms ConvInteger/MatMulInteger %s: using %s",
-            "exact" if all(v.exact for v in verdicts) else "NOT exact on this CPU",
-            ", ".join(f"{v.conv_s * 1000:.2f}/{v.gemm_s * 1000:.2f}" for v in verdicts),
-            chosen,
-        )
-        return chosen
-    if setting not in PRECISIONS:
-        raise ModelError(f"unknown precision {setting!r}; use auto or one of {', '.join(PRECISIONS)}")
-    return setting
+    and at ``threads``: the same numbers either way, and which kernels are faster depends on the CPU.
+
+    With ``remember`` (a JSON file in the model cache), the verdict is kept there with what it depends on
+    (:func:`~voxserve.models.conv_gemm.cpu_identity`, ``threads``) and reused while they are the same: a
+    start on a busy machine must not flip to the other variant, whose graphs and learned statistics
+    would then be built again."""
+    if setting != "auto":
+        if setting not in PRECISIONS:
+            raise ModelError(f"unknown precision {setting!r}; use auto or one of {', '.join(PRECISIONS)}")
+        return setting
+    if on_gpu:
+        return "fp16"
+    identity = {"cpu": cpu_identity(), "threads": threads}
+    try:
+        known = json.loads(remember.read_text()) if remember is not None and remember.is_file() else {}
+    except (OSError, ValueError):
+        known = {}
+    if (
+        isinstance(known, dict)
+        and {k: known.get(k) for k in identity} == identity
+        and known.get("precision") in PRECISIONS
+    ):
+        return str(known["precision"])  # type: ignore[return-value]
+    verdicts = [measure(level) for level in sorted({1, max(threads, 1)})]
+    chosen: SplitPrecision = "int8-gemm" if all(v.pays for v in verdicts) else "int8"
+    probe_ms = [[round(v.conv_s * 1000, 3), round(v.gemm_s * 1000, 3)] for v in verdicts]
+    log.info(
+        "int8 convolutions as matrix products: %s; probe ms ConvInteger/MatMulInteger %s: using %s",
+        "exact" if all(v.exact for v in verdicts) else "NOT exact on this CPU",
+        probe_ms,
+        chosen,
+    )
+    if remember is not None:
+        record = {**identity, "precision": chosen, "exact": all(v.exact for v in verdicts), "probe_ms": probe_ms}
+        with contextlib.suppress(OSError):
+            remember.parent.mkdir(parents=True, exist_ok=True)
+            partial = remember.with_suffix(".partial")
+            partial.write_text(json.dumps(record, indent=2) + "\n")
+            partial.replace(remember)
+    return chosen
+
+
+def precision_record(store: ModelStore) -> Path:
+    """Where the cache keeps the ``auto`` precision verdict for this machine."""
+    return store.root / "kokoro" / "precision.json"
 
 
 def split_dir(store: ModelStore, family: str, precision: SplitPrecision = "int8") -> Path:
