@@ -29,6 +29,7 @@ import hashlib
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,9 +119,12 @@ def _rewrite(node: onnx.NodeProto, inits: dict[str, onnx.TensorProto], consts: _
     return nodes
 
 
-def convinteger_as_gemm(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy of ``model`` with every covered ``ConvInteger`` rewritten (see the module docstring); the
-    uint8 weights nothing uses any more are dropped. Raises :class:`ModelError` when none is covered."""
+def convinteger_as_gemm(
+    model: onnx.ModelProto, only: Callable[[onnx.NodeProto], bool] = lambda node: True
+) -> onnx.ModelProto:
+    """A copy of ``model`` with every covered ``ConvInteger`` for which ``only`` holds rewritten (see the
+    module docstring); the uint8 weights nothing uses any more are dropped. Raises :class:`ModelError`
+    when none is covered."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
@@ -129,7 +133,7 @@ def convinteger_as_gemm(model: onnx.ModelProto) -> onnx.ModelProto:
     nodes: list[onnx.NodeProto] = []
     rewritten = 0
     for node in graph.node:
-        new = _rewrite(node, inits, consts) if node.op_type == "ConvInteger" else None
+        new = _rewrite(node, inits, consts) if node.op_type == "ConvInteger" and only(node) else None
         nodes.extend(new if new is not None else [node])
         rewritten += new is not None
     if not rewritten:

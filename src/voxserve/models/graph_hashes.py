@@ -19,8 +19,8 @@ KNOWN_HASHES: dict[tuple[str, str], dict[str, str]] = {
     (KOKORO_SHA256, "int8-gemm"): {
         "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",
         "kokoro_prosody.onnx": "ba4dfd2ada4c76d372e4d2200b29d2659309c9fee6398ad0b1a3f35bac5b0505",
-        "kokoro_stats.onnx": "947c04ca30749ad2c5f3b10646fe4b26f40ffd77ee72ca56a27f5aa77c7976d2",
-        "kokoro_decoder.onnx": "11f3eaf3b2cbfd6d51f501b33534db9c75cd4e6ef2d18ffa96ad4022679c6037",
+        "kokoro_stats.onnx": "91f88f4076f48b032d66a8be9f37c0dc31872ed316e13587f137f3132d39a674",
+        "kokoro_decoder.onnx": "598c7c58a63c54b3a600c2e487e4a9d7804c939bea2547b2da797dd3e288de87",
     },
     (KOKORO_SHA256, "fp32"): {
         "kokoro_front.onnx": "9f22648e26ad88dad22155234fdc9dec84c2bf5ac17384b4b9dc8b029e8c5ad6",

@@ -304,7 +304,7 @@ def build_split_graphs(
     """Cut ``model_path`` (Kokoro or Piper) into streamable graphs in ``out_dir``; return their paths.
 
     ``precision`` applies to Kokoro's decoder (95 % of the cost): ``int8`` keeps the graph as shipped,
-    ``int8-gemm`` runs its convolutions as integer matrix products (the same numbers, on kernels some
+    ``int8-gemm`` runs its vocoder's convolutions as integer matrix products (the same numbers, on kernels some
     CPUs run faster: :mod:`voxserve.models.conv_gemm`), ``fp32`` dequantizes it, ``fp32-conv2d`` also
     rewrites its 1-D convolutions as 2-D, ``fp16`` runs the dequantized convolutions in float16 (see
     :mod:`voxserve.models.precision`). Piper ships in float32 and ignores it. Use one ``out_dir`` per
@@ -338,7 +338,10 @@ def build_split_graphs(
         if cut.filename == "kokoro_decoder.onnx":
             decoder = add_phase_input(parts[0][1])
             if precision == "int8-gemm":
-                decoder = convinteger_as_gemm(decoder)
+                # the vocoder's convolutions only: they run at the audio rate (most of the work), while
+                # the frame-rate ones hold two thirds of the weights for a few percent of it, and a
+                # rewritten weight is packed again by each thread level's session (engines.onnx)
+                decoder = convinteger_as_gemm(decoder, only=lambda node: not _is_frame_rate(node))
             elif precision != "int8":
                 decoder = dequantize(decoder)
             if precision == "fp32-conv2d":
