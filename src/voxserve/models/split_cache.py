@@ -54,6 +54,7 @@ def resolve_precision(setting: str, on_gpu: bool, threads: int = 1, remember: Pa
         and {k: known.get(k) for k in identity} == identity
         and known.get("precision") in PRECISIONS
     ):
+        log.info("decoder precision %s, as measured on this CPU before (%s)", known["precision"], remember)
         return str(known["precision"])  # type: ignore[return-value]
     verdicts = [measure(level) for level in sorted({1, max(threads, 1)})]
     chosen: SplitPrecision = "int8-gemm" if all(v.pays for v in verdicts) else "int8"
