@@ -80,10 +80,12 @@ def _rewrite(node: onnx.NodeProto, inits: dict[str, onnx.TensorProto], consts: _
         return None
     if attrs.get("group", 1) != 1 or attrs.get("auto_pad", b"NOTSET") != b"NOTSET":
         return None
+    if w_zp_name and w_zp_name not in inits:
+        return None  # a computed zero point: not this export
     w = numpy_helper.to_array(w_init)
-    w_zp = numpy_helper.to_array(inits[w_zp_name]) if w_zp_name in inits else np.zeros((), np.uint8)
-    if w_zp.size != 1 or (w_zp_name and w_zp_name not in inits):
-        return None  # per-channel or computed zero points: not this export
+    w_zp = numpy_helper.to_array(inits[w_zp_name]) if w_zp_name else np.zeros((), np.uint8)
+    if w_zp.size != 1:
+        return None  # per-channel zero points: not this export
     c_out, c_in, k = w.shape
     dilation, stride = _single(attrs, "dilations"), _single(attrs, "strides")
     begin, end = (int(v) for v in attrs.get("pads", [0, 0]))  # type: ignore[attr-defined]
@@ -95,20 +97,20 @@ def _rewrite(node: onnx.NodeProto, inits: dict[str, onnx.TensorProto], consts: _
     nodes = [helper.make_node("Transpose", [x_q], [stem + "/xt"], name=stem + "/xt", perm=[0, 2, 1])]
     padded = stem + "/xt"
     if begin or end:
-        pads = consts.ints(0, int(begin), 0, 0, int(end), 0)
+        pads = consts.ints(0, begin, 0, 0, end, 0)
         nodes.append(helper.make_node("Pad", [padded, pads, x_zp], [stem + "/xp"], name=stem + "/xp"))
         padded = stem + "/xp"
     span = dilation * (k - 1)  # the output is the padded length less this
     taps: list[str] = []
-    for j in range(k):
-        if k == 1 and stride == 1:
-            taps.append(padded)
-            break
-        stop = j * dilation - span  # counted from the end; 0 means "to the end"
-        bounds = [consts.ints(j * dilation), consts.ints(stop if stop < 0 else np.iinfo(np.int64).max), consts.ints(1)]
-        bounds.append(consts.ints(stride))
-        nodes.append(helper.make_node("Slice", [padded, *bounds], [f"{stem}/tap{j}"], name=f"{stem}/tap{j}"))
-        taps.append(f"{stem}/tap{j}")
+    if k == 1 and stride == 1:
+        taps.append(padded)
+    else:
+        for j in range(k):
+            stop = j * dilation - span  # counted from the end; 0 means "to the end"
+            ends = stop if stop < 0 else np.iinfo(np.int64).max
+            bounds = [consts.ints(j * dilation), consts.ints(ends), consts.ints(1), consts.ints(stride)]
+            nodes.append(helper.make_node("Slice", [padded, *bounds], [f"{stem}/tap{j}"], name=f"{stem}/tap{j}"))
+            taps.append(f"{stem}/tap{j}")
     columns = taps[0]
     if len(taps) > 1:
         columns = stem + "/col"
