@@ -45,34 +45,45 @@ def resolve_precision(setting: str, on_gpu: bool, threads: int = 1, remember: Pa
     if on_gpu:
         return "fp16"
     identity = {"cpu": cpu_identity(), "threads": threads}
-    try:
-        known = json.loads(remember.read_text()) if remember is not None and remember.is_file() else {}
-    except (OSError, ValueError):
-        known = {}
-    if (
-        isinstance(known, dict)
-        and {k: known.get(k) for k in identity} == identity
-        and known.get("precision") in PRECISIONS
-    ):
-        log.info("decoder precision %s, as measured on this CPU before (%s)", known["precision"], remember)
-        return str(known["precision"])  # type: ignore[return-value]
+    known = _recall(remember, identity)
+    if known is not None:
+        log.info("decoder precision %s, as measured on this CPU before (%s)", known, remember)
+        return known
     verdicts = [measure(level) for level in sorted({1, max(threads, 1)})]
     chosen: SplitPrecision = "int8-gemm" if all(v.pays for v in verdicts) else "int8"
+    exact = all(v.exact for v in verdicts)
     probe_ms = [[round(v.conv_s * 1000, 3), round(v.gemm_s * 1000, 3)] for v in verdicts]
     log.info(
         "int8 convolutions as matrix products: %s; probe ms ConvInteger/MatMulInteger %s: using %s",
-        "exact" if all(v.exact for v in verdicts) else "NOT exact on this CPU",
+        "exact" if exact else "NOT exact on this CPU",
         probe_ms,
         chosen,
     )
     if remember is not None:
-        record = {**identity, "precision": chosen, "exact": all(v.exact for v in verdicts), "probe_ms": probe_ms}
-        with contextlib.suppress(OSError):
-            remember.parent.mkdir(parents=True, exist_ok=True)
-            partial = remember.with_suffix(".partial")
-            partial.write_text(json.dumps(record, indent=2) + "\n")
-            partial.replace(remember)
+        _record(remember, {**identity, "precision": chosen, "exact": exact, "probe_ms": probe_ms})
     return chosen
+
+
+def _recall(remember: Path | None, identity: dict[str, object]) -> SplitPrecision | None:
+    """The precision kept in ``remember`` for ``identity`` (None when there is none, or it is unreadable)."""
+    try:
+        known = json.loads(remember.read_text()) if remember is not None and remember.is_file() else {}
+    except (OSError, ValueError):
+        return None
+    if not isinstance(known, dict) or any(known.get(key) != value for key, value in identity.items()):
+        return None
+    precision = known.get("precision")
+    return next((p for p in PRECISIONS if p == precision), None)
+
+
+def _record(remember: Path, record: dict[str, object]) -> None:
+    """Keep ``record`` in ``remember`` (written whole, then renamed); a cache that cannot be written is no
+    error: the next start measures again."""
+    with contextlib.suppress(OSError):
+        remember.parent.mkdir(parents=True, exist_ok=True)
+        partial = remember.with_suffix(".partial")
+        partial.write_text(json.dumps(record, indent=2) + "\n")
+        partial.replace(remember)
 
 
 def precision_record(store: ModelStore) -> Path:
