@@ -26,8 +26,9 @@ from voxserve.engines.kokoro_stream import KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_VOCAB
 from voxserve.engines.onnx import SessionFactory
 from voxserve.models import ModelStore
-from voxserve.models.graphs import PRECISIONS, SplitPrecision, build_split_graphs
+from voxserve.models.graphs import PRECISIONS, build_split_graphs
 from voxserve.settings import Settings
+from voxserve.types import SplitPrecision
 
 
 def main() -> None:

@@ -15,9 +15,11 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from voxserve.types import SplitPrecision
+
 ModelSource = Literal["local", "hf", "registry"]
 EngineName = Literal["kokoro", "piper"]
-Precision = Literal["auto", "int8", "int8-gemm", "fp32", "fp32-conv2d", "fp16"]
+Precision = Literal["auto", SplitPrecision]
 
 
 def _default_sources() -> list[ModelSource]:

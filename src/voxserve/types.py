@@ -10,6 +10,9 @@ import numpy.typing as npt
 
 FloatAudio = npt.NDArray[np.float32]
 Boundary = Literal["sentence", "clause", "none"]
+# How Kokoro's split decoder is built (:func:`voxserve.models.graphs.build_split_graphs`); the operator's
+# setting adds "auto" (:class:`voxserve.settings.Settings`).
+SplitPrecision = Literal["int8", "int8-gemm", "fp32", "fp32-conv2d", "fp16"]
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,9 @@ from voxserve.errors import ModelError
 from voxserve.models import ModelStore
 from voxserve.models.conv_gemm import measure
 from voxserve.models.fileio import sha256_file
-from voxserve.models.graphs import KNOWN_HASHES, SplitPrecision, build_split_graphs
+from voxserve.models.graphs import KNOWN_HASHES, build_split_graphs
 from voxserve.models.split_cache import resolve_precision
+from voxserve.types import SplitPrecision
 
 if TYPE_CHECKING:
     from tests.conftest import PiperIds

@@ -35,7 +35,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import get_args
 
 import onnx
 from onnx import TensorProto, helper
@@ -48,8 +48,8 @@ from voxserve.models.graph_hashes import KNOWN_HASHES
 from voxserve.models.precision import conv1d_as_conv2d, convolutions_fp16, dequantize
 from voxserve.models.sealed import SUFFIX as SEALED_SUFFIX
 from voxserve.models.sealed import ModelKey, open_sealed, write_sealed
+from voxserve.types import SplitPrecision
 
-SplitPrecision = Literal["int8", "int8-gemm", "fp32", "fp32-conv2d", "fp16"]
 PRECISIONS: tuple[SplitPrecision, ...] = get_args(SplitPrecision)
 
 # Bumped whenever the built graphs change shape or meaning, so caches built by older code are rebuilt.

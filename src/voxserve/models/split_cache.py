@@ -19,11 +19,12 @@ from pathlib import Path
 from voxserve.errors import ModelError
 from voxserve.models.conv_gemm import cpu_identity, measure
 from voxserve.models.fileio import sha256_file
-from voxserve.models.graphs import PRECISIONS, SPLIT_FORMAT, SplitPrecision, build_split_graphs
+from voxserve.models.graphs import PRECISIONS, SPLIT_FORMAT, build_split_graphs
 from voxserve.models.manifest import InstalledFile
 from voxserve.models.sealed import SUFFIX as SEALED_SUFFIX
 from voxserve.models.sealed import ModelKey, read_header, sealed_path
 from voxserve.models.store import Builder, ModelStore
+from voxserve.types import SplitPrecision
 
 log = logging.getLogger(__name__)
 
