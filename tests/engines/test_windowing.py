@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
-from voxserve.engines.windowing import WindowConfig, iter_windows
+from voxserve.engines.windowing import CrossfadeJoiner, WindowConfig, WindowCost, decode_pieces, iter_windows
 from voxserve.errors import InvalidInput
 
 
@@ -83,6 +84,33 @@ def test_each_later_window_is_sized_just_before_it_is_cut() -> None:
     rest = list(windows)
     assert [(w.start, w.end) for w in rest] == [(35, 75), (75, 140)]  # a remainder under half merged
     assert asked == [25, 40, 60]
+
+
+def test_work_before_a_window_runs_before_the_window_is_cut() -> None:
+    """The sentence's statistics, run before a window, come before that window is sized: a window sized
+    by its listener's lead is sized with the time that work took already spent."""
+    order: list[str] = []
+
+    def next_size() -> int:
+        order.append("cut")
+        return 30
+
+    pieces = decode_pieces(
+        iter_windows(100, 10, 30, 4, 4, next_size=next_size),
+        100,
+        lambda i, w: np.zeros((w.ctx_end - w.ctx_start) * 2, dtype=np.float32),
+        joiner=CrossfadeJoiner(2, 0),
+        cost=WindowCost(0.0),
+        frame_s=0.01,
+        sample_rate=200,
+        phoneme_durations=None,
+        lead_in=0,
+        tail=0,
+        before=lambda i: order.append(f"before {i}"),
+    )
+    samples = [len(p.samples) for p in pieces]
+    assert sum(samples) == 200 and len(samples) == 4  # every frame once, the last window the last piece
+    assert order == ["before 0", "before 1", "cut", "before 2", "cut", "before 3", "cut"]
 
 
 def test_config_turns_a_budget_in_seconds_into_frames() -> None:

@@ -195,17 +195,24 @@ def decode_pieces(
     """The window loop every windowed engine shares.
 
     For each window: ``before(i)`` (work that is not the window's own, e.g. statistics it needs), then
-    ``decode(i, window)`` over the window and its context, timed into ``cost`` with the threads it ran
-    on; the decoded audio is cropped and crossfaded by ``joiner`` and yielded as a piece. The first piece
-    carries ``phoneme_durations`` and ``lead_in`` (samples), the last ``tail`` (samples).
+    the window is cut (``windows`` may size it then, from the time left), then ``decode(i, window)``
+    over the window and its context, timed into ``cost`` with the threads it ran on; the decoded audio
+    is cropped and crossfaded by ``joiner`` and yielded as a piece. ``before`` runs before the cut so
+    that a window sized by its listener's lead is sized after the work it waits behind, which the
+    window's cost does not include. The windows must cover ``frames``; the first piece carries
+    ``phoneme_durations`` and ``lead_in`` (samples), the last ``tail`` (samples).
     """
-    for i, window in enumerate(windows):
+    windows = iter(windows)
+    i, end = 0, 0
+    while end < frames:
         if before is not None:
             before(i)
+        window = next(windows)
         with work_timer() as spent:
             audio = decode(i, window)
         cost.record((window.ctx_end - window.ctx_start) * frame_s, spent(), current_thread_budget())
-        first, last = i == 0, window.end == frames
+        first, last, end = i == 0, window.end == frames, window.end
+        i += 1
         yield EngineAudio(
             samples=joiner.push(window, audio),
             sample_rate=sample_rate,
