@@ -1,0 +1,126 @@
+"""Each job of a stream against the cost it was planned with, by its place in the stream.
+
+The server runs in this process (``bench.in_process``); ``voxserve bench`` loads it from a subprocess.
+Every session's pool jobs are wrapped (``SynthesisSession._timed``): for each, its place in its stream
+(0: the text's phonemes, 1: the segment's front and first window, 2: the next window, ...), the threads
+it ran with, its wall time, the cost the planner gave it less the planner's margin, and the audio the
+listener had received when it was submitted. The table gives, per place, the median, P90 and largest
+wall time over planned cost: a window whose job takes more than the margin (1.5) over its plan comes
+after its listener ran dry when the listener had only that much ahead.
+
+Then the decoder window fit itself: each window's decode time over the engine's fit now (the samples it
+was fitted from), by decoded size; and the time of Kokoro's whole-sentence statistics, which a window's
+job runs before it and no window cost counts (``KokoroStreamer.sentence_frame_stats``).
+
+    .venv/bin/python -m bench.job_costs --voice af_heart --concurrency 1 --duration 120
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from bench.in_process import start_server
+from voxserve.engines import kokoro_stream
+from voxserve.engines.onnx import current_thread_budget
+from voxserve.stream import session as session_module
+from voxserve.stream.window_budget import MARGIN
+
+Job = tuple[int | None, float, float, float]  # threads, planned cost (no margin), wall seconds, audio received
+
+
+def _watch(jobs: dict[int, list[Job]], stats: list[tuple[int, int | None, float]]) -> None:
+    """Wrap the session's pool calls and Kokoro's sentence statistics (on the classes: every one is seen)."""
+    timed = session_module.SynthesisSession._timed
+
+    async def traced(self: Any, fn: Any, cost: float = 0.0) -> object:
+        ran: dict[str, Any] = {}
+
+        def run() -> object:
+            ran["threads"], start = current_thread_budget(), time.monotonic()
+            try:
+                return fn()
+            finally:
+                ran["wall"] = time.monotonic() - start
+
+        result = await timed(self, run, cost)
+        if cost > 0:
+            jobs[id(self)].append((ran["threads"], cost / MARGIN, ran["wall"], self._clock.audio_s))
+        return result
+
+    session_module.SynthesisSession._timed = traced  # type: ignore[method-assign]
+    sentence = kokoro_stream.KokoroStreamer.sentence_frame_stats
+
+    def timed_stats(self: Any, front: Any, control: Any = None) -> Any:
+        start = time.monotonic()
+        try:
+            return sentence(self, front, control)
+        finally:
+            stats.append((front.frames, current_thread_budget(), time.monotonic() - start))
+
+    kokoro_stream.KokoroStreamer.sentence_frame_stats = timed_stats  # type: ignore[method-assign]
+
+
+def _ratios(values: list[float]) -> str:
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return f"{statistics.median(ordered):.2f}, {p90:.2f}, {ordered[-1]:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--voice", default="af_heart")
+    parser.add_argument("--concurrency", default="1")
+    parser.add_argument("--duration", default="60")
+    parser.add_argument("--port", type=int, default=18500)
+    parser.add_argument("--output", default="bench-results/job-costs")
+    args = parser.parse_args()
+
+    jobs: dict[int, list[Job]] = collections.defaultdict(list)
+    stats: list[tuple[int, int | None, float]] = []
+    _watch(jobs, stats)
+    state, _, server = start_server(args.port)
+    command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
+    command += ["--voice", args.voice, "--concurrency", args.concurrency, "--duration", args.duration]
+    out = subprocess.run([*command, "--output", args.output], capture_output=True, text=True).stdout
+    print(out[out.find(f"{args.voice}\n") :] if f"{args.voice}\n" in out else out[-2000:])
+
+    places: dict[tuple[int, int | None], list[Job]] = collections.defaultdict(list)
+    for stream in jobs.values():
+        for place, job in enumerate(stream):
+            places[(min(place, 5), job[0])].append(job)
+    print("job's place (5: fifth and later), threads: jobs | wall / planned: median, P90, max | audio received, median")
+    for (place, threads), found in sorted(places.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+        ratios = [wall / planned for _, planned, wall, _ in found]
+        received = statistics.median(job[3] for job in found)
+        print(f"  {place}, {threads}: {len(found):4d} | {_ratios(ratios)} | {received:.2f} s")
+
+    cost = state.runtime.engine_for(args.voice).window_cost
+    print("decoder windows: decode time / the fit now, by decoded seconds (context included)")
+    for threads in sorted(cost._samples, key=lambda t: t or 0) if cost is not None else []:
+        fit = cost.fit(threads)
+        samples = np.array(cost._samples[threads], dtype=np.float64).reshape(-1, 2)
+        if fit is None or not len(samples):
+            continue
+        a0, b = fit[0] - 2 * cost.context_s * fit[1], fit[1]
+        for low, high in ((0.0, 0.8), (0.8, 1.3), (1.3, 2.0), (2.0, np.inf)):
+            chosen = samples[(samples[:, 0] >= low) & (samples[:, 0] < high)]
+            if len(chosen):
+                ratios = list(chosen[:, 1] / (a0 + b * chosen[:, 0]))
+                print(f"  {threads} threads, {low:.1f}-{high:.1f} s: {len(chosen):4d} | {_ratios(ratios)}")
+    if stats:
+        print("sentence statistics: frames, threads, seconds (every sixth)")
+        for frames, threads, seconds in sorted(stats)[:: max(1, len(stats) // 6)]:
+            print(f"  {frames:4d}, {threads}: {seconds:.3f}")
+    server.should_exit = True
+
+
+if __name__ == "__main__":
+    main()
