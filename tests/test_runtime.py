@@ -108,7 +108,7 @@ async def test_a_cold_server_books_streams_at_their_first_jobs_cost_until_a_lone
         assert cold is not None and cold > 1.05 * share
         clock = await listen(rt, "en_US-joe-medium", 0.0)  # alone: its jobs get every core
         assert clock.audio_s > 6.0
-        assert rt._meter is not None and rt._meter.samples >= 1
+        assert rt._pricing is not None and rt._pricing.meter.samples >= 1
         assert rt.stream_share("piper") == pytest.approx(share * rt.core_factor)
     finally:
         rt.close()

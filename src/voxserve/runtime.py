@@ -25,13 +25,13 @@ from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.onnx import SessionFactory, thread_budget
 from voxserve.engines.registry import ENGINES, EngineLoad, EngineLoader
 from voxserve.engines.voices import blend_lead
-from voxserve.engines.windowing import WindowConfig
+from voxserve.engines.windowing import WindowConfig, WindowCost
 from voxserve.errors import NotReady, UnknownVoice, UnsupportedLanguage
 from voxserve.models import ModelStore
 from voxserve.piper_voices import PiperLibrary
 from voxserve.policy import check_language
 from voxserve.settings import Settings
-from voxserve.stream.capacity import CoreMeter, StreamCost, cheapest_share, ramp_factor
+from voxserve.stream.capacity import Pricing
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session import SynthesisSession
 from voxserve.stream.session_config import SessionConfig
@@ -71,11 +71,9 @@ class Runtime:
         self._engines: dict[str, Engine] = {}
         self._voice_engine: dict[str, Engine] = {}
         self._pool: WorkerPool | None = None
-        self._meter: CoreMeter | None = None  # what streams really cost against their shares (CPU only)
+        self._pricing: Pricing | None = None  # what a stream costs here, once loaded (CPU only)
         self._batch = BatchPolicy()
         self._thread_levels: tuple[int | None, ...] = (None,)
-        self._cores = 1  # cores the pool's jobs share (intra-op threads of the widest session)
-        self._on_gpu = False
         self._closers: list[Callable[[], None]] = []
         self._heap = HeapTrimmer()
         self._lock = threading.Lock()
@@ -100,7 +98,6 @@ class Runtime:
             if not factory.on_gpu:
                 cap_heaps(cores)  # before the sessions start their threads
             self._batch = batch_policy(self.settings, self.tuning)
-            self._cores, self._on_gpu = factory.intra_op_threads, factory.on_gpu
             windows, precision = self.window_config(), self.settings.precision
             load = EngineLoad(self.store, factory, self.tuning, windows, self._batch, precision)
             for name, loader in self._loaders().items():
@@ -123,8 +120,7 @@ class Runtime:
                 self.frontend.warm(self._warm_languages())
             self.learn_voices(learn=warm)  # without warm-up, only what an earlier start saved
             if not factory.on_gpu:  # the meter from here on: the warm-up's odd windows are no stream's cost
-                pool = self._pool
-                self._meter = CoreMeter(lambda: pool.held_core_s, self.tuning.capacity_sample_core_s)
+                self._pricing = self._price(factory.intra_op_threads)
                 self._heap.start()
             self.ready = True
 
@@ -256,46 +252,39 @@ class Runtime:
         runners = [streamer.decoder for streamer in streamers]
         return sum(r.batches for r in runners), sum(r.windows for r in runners)
 
-    def stream_share(self, engine: str) -> float | None:
-        """The fraction of this machine's cores one real-time stream of ``engine`` keeps busy: what its
-        decoder windows cost (:meth:`window_share`) times what streams here really hold per core-second
-        that books (:class:`~voxserve.stream.capacity.CoreMeter`); None while nothing is learned, or on a
-        GPU.
+    def _price(self, cores: int) -> Pricing:
+        """What streams cost on ``cores`` shared cores, from the loaded engines' learned window costs."""
+        pool, cfg = self.pool, self.session_config()
 
-        Until the meter's first sample, a stream is booked at what its first job (its text's front and
-        first window) costs per audio second (:func:`~voxserve.stream.capacity.ramp_factor`): streams that
-        start together all run their dearest jobs at once, and nothing has measured them yet. The first
-        stream's own audio gives the meter its sample (:meth:`_delivered`), so the premium lasts until a
-        few core-seconds of audio have been made."""
-        costs, cfg, meter = self._stream_costs(engine), self.session_config(), self._meter
-        share = cheapest_share(costs, cfg.max_window_s, self._cores)
-        if share is None or meter is None:
-            return None
-        if meter.samples:
-            return share * meter.factor
-        return share * ramp_factor(costs, cfg.first_window_s, cfg.max_window_s, self._cores)
+        def window_cost(name: str) -> WindowCost | None:
+            found = self._engines.get(name)
+            return found.window_cost if found is not None else None
+
+        return Pricing(
+            window_cost,
+            self._thread_levels,
+            cores,
+            (cfg.first_window_s, cfg.max_window_s),
+            held=lambda: pool.held_core_s,
+            threads_now=lambda: pool.share(held=False)[0],
+            sample_core_s=self.tuning.capacity_sample_core_s,
+        )
+
+    def stream_share(self, engine: str) -> float | None:
+        """The fraction of this machine's cores one real-time stream of ``engine`` takes as admission
+        books it (:meth:`voxserve.stream.capacity.Pricing.stream_share`); None while nothing is
+        learned, or on a GPU."""
+        return self._pricing.stream_share(engine) if self._pricing is not None else None
 
     @property
     def core_factor(self) -> float:
         """Core-seconds streams really hold per core-second their window costs book (1 until measured)."""
-        return self._meter.factor if self._meter is not None else 1.0
+        return self._pricing.meter.factor if self._pricing is not None else 1.0
 
     def window_share(self, engine: str) -> float | None:
         """The fraction of the cores one real-time stream of ``engine`` keeps busy by the window costs
-        learned here at each thread level (:func:`voxserve.stream.capacity.cheapest_share`)."""
-        return cheapest_share(self._stream_costs(engine), self.session_config().max_window_s, self._cores)
-
-    def _stream_costs(self, engine: str) -> list[StreamCost]:
-        """The window costs ``engine`` learned at each thread level (none on a GPU)."""
-        found = self._engines.get(engine)
-        learned = found.window_cost if found is not None else None
-        if learned is None or self._on_gpu:
-            return []
-        return [
-            StreamCost(fit[0], fit[1], level or self._cores)
-            for level in self._thread_levels
-            if (fit := learned.fit(level)) is not None
-        ]
+        learned here (:meth:`voxserve.stream.capacity.Pricing.window_share`)."""
+        return self._pricing.window_share(engine) if self._pricing is not None else None
 
     def scheduler_stats(self) -> SchedulerStats:
         """The worker pool's state and the core factor (all zero while models load)."""
@@ -390,16 +379,6 @@ class Runtime:
         )
 
     def _delivered(self, engine: str, audio_s: float) -> None:
-        """A stream of ``engine`` delivered ``audio_s`` of audio: the core-seconds its largest windows would
-        take at the thread level the pool gives its jobs now, to the meter. Fewer streams than cores decode
-        wider than the one thread each that admission books under load; booked at their own level, their
-        jobs still tell the meter what streams cost beyond their windows' fit, so a lone stream teaches it
-        as well as a crowd."""
-        meter = self._meter
-        if meter is None:
-            return
-        threads, _ = self.pool.share(held=False)
-        level = threads or self._cores
-        cost = next((c for c in self._stream_costs(engine) if c.threads == level), None)
-        if cost is not None:
-            meter.delivered(audio_s * cost.cores_per_stream(self.session_config().max_window_s))
+        """A stream of ``engine`` delivered ``audio_s`` of audio (:meth:`Pricing.delivered`)."""
+        if self._pricing is not None:
+            self._pricing.delivered(engine, audio_s)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from voxserve.stream.capacity import CoreMeter, StreamCost, cheapest_share, ramp_factor, stream_share
+from voxserve.engines.windowing import WindowCost
+from voxserve.stream.capacity import CoreMeter, Pricing, StreamCost, cheapest_share, ramp_factor, stream_share
 
 
 def test_a_stream_keeps_its_threads_busy_for_its_cost_per_audio_second() -> None:
@@ -57,3 +58,36 @@ def test_a_streams_first_job_costs_more_per_audio_second_than_its_largest_window
     assert ramp_factor(costs, 0.4, 2.0, cores=2) == pytest.approx(0.75 / 0.3)  # the cheapest level, as booked
     assert ramp_factor(costs, 2.0, 2.0, cores=2) == pytest.approx(0.35 / 0.3)  # the front, even in a large window
     assert ramp_factor([], 0.4, 2.0, cores=2) == 1.0  # nothing learned: no premium
+
+
+def test_pricing_books_a_stream_at_its_first_job_until_the_meter_has_a_sample_then_at_what_it_holds() -> None:
+    """The runtime's prices, on synthetic window costs: one engine has learned costs at one and two
+    threads, another has none (its streams have no price), and delivered audio feeds the meter at the
+    thread level the pool gives jobs now."""
+    learned = WindowCost(context_s=0.0, min_samples=2)
+    for decoded_s, seconds in ((0.5, 0.225), (2.0, 0.6)):  # 0.1 s per window, 0.25 s per audio second
+        learned.record(decoded_s, seconds, threads=1)
+    held, threads_now = [0.0], [1]
+    pricing = Pricing(
+        lambda engine: learned if engine == "kokoro" else None,
+        (2, 1),
+        2,
+        (0.4, 2.0),
+        held=lambda: held[0],
+        threads_now=lambda: threads_now[0],
+        sample_core_s=0.5,
+    )
+    assert pricing.costs("piper") == [] and pricing.stream_share("piper") is None
+    assert [c.threads for c in pricing.costs("kokoro")] == [1]  # nothing learned at two threads yet
+    window = pricing.window_share("kokoro")
+    assert window == pytest.approx(0.15)
+    assert pricing.stream_share("kokoro") == pytest.approx(0.15 * ramp_factor(pricing.costs("kokoro"), 0.4, 2.0, 2))
+    threads_now[0] = 2  # no cost learned at the level jobs get now: nothing to book against
+    pricing.delivered("kokoro", 10.0)
+    assert pricing.meter.samples == 0
+    threads_now[0] = 1
+    pricing.delivered("kokoro", 1.0)  # opens a span: 0.3 core-seconds booked
+    held[0] += 0.9  # the next two audio seconds held 0.9 core-seconds against 0.6 booked
+    pricing.delivered("kokoro", 2.0)
+    assert pricing.meter.samples == 1
+    assert pricing.stream_share("kokoro") == pytest.approx(window * pricing.meter.factor)

@@ -24,8 +24,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from voxserve.stream.window_budget import front_s
+
+if TYPE_CHECKING:
+    from voxserve.engines.windowing import WindowCost
 
 _WEIGHT = 0.5  # of each new sample in the meter's factor: the last few samples count, older ones fade
 
@@ -110,3 +114,73 @@ class CoreMeter:
             self.factor = ratio if not self.samples else (1 - _WEIGHT) * self.factor + _WEIGHT * ratio
             self.samples += 1
             self._start, self._booked = None, 0.0
+
+
+class Pricing:
+    """What one real-time stream of each engine takes of this machine now, as admission books it.
+
+    ``window_cost(engine)`` is the engine's learned window fit (None: none learned, or no such engine),
+    read at each of ``levels`` (thread counts; None: the sessions' own, ``cores`` threads). Streams are
+    sized by windows of ``largest_s`` under load and start with one of ``first_s``. ``threads_now()``
+    is the thread level the pool gives a stream's jobs now (None: every core). The :attr:`meter` counts
+    the core-seconds the pool's jobs hold (``held()``) against what the streams' shares book.
+    """
+
+    def __init__(
+        self,
+        window_cost: Callable[[str], WindowCost | None],
+        levels: tuple[int | None, ...],
+        cores: int,
+        windows_s: tuple[float, float],
+        held: Callable[[], float],
+        threads_now: Callable[[], int | None],
+        sample_core_s: float,
+    ) -> None:
+        self._window_cost, self._levels, self._cores = window_cost, levels, cores
+        self._first_s, self._largest_s = windows_s
+        self._threads_now = threads_now
+        self.meter = CoreMeter(held, sample_core_s)
+
+    def costs(self, engine: str) -> list[StreamCost]:
+        """The window costs ``engine`` learned at each thread level."""
+        learned = self._window_cost(engine)
+        if learned is None:
+            return []
+        return [
+            StreamCost(fit[0], fit[1], level or self._cores)
+            for level in self._levels
+            if (fit := learned.fit(level)) is not None
+        ]
+
+    def window_share(self, engine: str) -> float | None:
+        """The fraction of the cores one real-time stream of ``engine`` keeps busy by its window costs
+        (:func:`cheapest_share`); None while nothing is learned."""
+        return cheapest_share(self.costs(engine), self._largest_s, self._cores)
+
+    def stream_share(self, engine: str) -> float | None:
+        """:meth:`window_share` times what streams here really hold per core-second that books (the
+        meter's factor); None while nothing is learned.
+
+        Until the meter's first sample, a stream is booked at what its first job (its text's front and
+        first window) costs per audio second (:func:`ramp_factor`): streams that start together all run
+        their dearest jobs at once, and nothing has measured them yet. The first stream's own audio
+        gives the meter its sample (:meth:`delivered`), so the premium lasts until a few core-seconds of
+        audio have been made."""
+        costs = self.costs(engine)
+        share = cheapest_share(costs, self._largest_s, self._cores)
+        if share is None:
+            return None
+        if self.meter.samples:
+            return share * self.meter.factor
+        return share * ramp_factor(costs, self._first_s, self._largest_s, self._cores)
+
+    def delivered(self, engine: str, audio_s: float) -> None:
+        """A stream of ``engine`` delivered ``audio_s`` of audio: the core-seconds its largest windows
+        would take at the thread level the pool gives its jobs now, to the meter. Fewer streams than
+        cores decode wider than the one thread each that admission books under load; booked at their own
+        level, their jobs still tell the meter what streams cost beyond their windows' fit, so a lone
+        stream teaches it as well as a crowd."""
+        level = self._threads_now() or self._cores
+        cost = next((c for c in self.costs(engine) if c.threads == level), None)
+        if cost is not None:
+            self.meter.delivered(audio_s * cost.cores_per_stream(self._largest_s))
