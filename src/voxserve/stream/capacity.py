@@ -17,6 +17,9 @@ on the streams themselves and scales every share by it. Before its first sample,
 a stream's first job, its text's front and first window, costs per audio second against its largest
 window) prices every stream: the first ones start together as often as not, and a lone stream's own
 audio brings the first sample within its first few core-seconds.
+
+:class:`Pricing` puts these together for the runtime: each engine's learned window costs at the pool's
+thread levels, the meter, and the audio streams deliver.
 """
 
 from __future__ import annotations
