@@ -80,7 +80,7 @@ def test_pricing_books_a_stream_at_its_first_job_until_the_meter_has_a_sample_th
     assert pricing.costs("piper") == [] and pricing.stream_share("piper") is None
     assert [c.threads for c in pricing.costs("kokoro")] == [1]  # nothing learned at two threads yet
     window = pricing.window_share("kokoro")
-    assert window == pytest.approx(0.15)
+    assert window is not None and window == pytest.approx(0.15)
     assert pricing.stream_share("kokoro") == pytest.approx(0.15 * ramp_factor(pricing.costs("kokoro"), 0.4, 2.0, 2))
     threads_now[0] = 2  # no cost learned at the level jobs get now: nothing to book against
     pricing.delivered("kokoro", 10.0)
