@@ -44,6 +44,10 @@ loaded alike.
 warm-up alone: under load this machine's windows cost about a third more than the warm-up teaches, and
 a simulation from the warm-up's costs stalls far less than the machine does at the same load.
 
+``--admission`` books each listener with the server's admission controller (default settings, one per
+core count, learning its limit from the stalls as the server's does): a listener it refuses is a failed
+request, and the levels then say how many listeners the server would serve on that many cores.
+
 ``--costs`` takes the costs another run learned (its first printed line) instead of learning them, so
 two source trees are compared on the same costs: run this file with the other tree's ``src`` first on
 ``PYTHONPATH``.
@@ -57,10 +61,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +77,9 @@ from voxserve.benchmark.stats import LevelSummary, summarize
 from voxserve.engines.fake import FakeEngine
 from voxserve.engines.onnx import current_thread_budget, thread_budget
 from voxserve.engines.registry import EngineLoad, LoadedEngine
+from voxserve.errors import Overloaded
 from voxserve.runtime import Runtime
+from voxserve.server.admission import Admission
 from voxserve.settings import Settings
 from voxserve.stream.playback import PlaybackClock
 from voxserve.types import SynthesisParams
@@ -204,10 +212,53 @@ def simulated_runtime(engine_name: str, costs: LearnedCosts, cores: int, noise: 
     return runtime
 
 
-async def listener(runtime: Runtime, voice: str, delay: float, concurrency: int) -> RequestRecord:
-    """One listener arriving after ``delay`` and playing its audio in real time from the first chunk."""
+def server_admission(settings: Settings) -> Admission:
+    """Admission as the server builds it from ``settings`` (``voxserve.server.state``), without metrics."""
+    return Admission(
+        settings.max_streams, settings.max_queue, queue_timeout_s=settings.queue_timeout_s, max_load=settings.max_load
+    )
+
+
+async def listener(
+    runtime: Runtime, voice: str, delay: float, concurrency: int, admission: Admission | None = None
+) -> RequestRecord:
+    """One listener arriving after ``delay`` and playing its audio in real time from the first chunk;
+    with ``admission``, booked as the server books a stream (refused: a failed record), and admission
+    told of its first stall or its clean end, as the server tells it."""
     await asyncio.sleep(delay)
     started = time.monotonic()
+    if admission is None:
+        return await _play(runtime, voice, delay, concurrency, started, lambda stalled: None)
+    price = functools.partial(runtime.stream_share, runtime.engine_for(voice).name)
+    try:
+        async with admission.slot(price):
+            return await _play(
+                runtime, voice, delay, concurrency, started, lambda stalled: admission.observe(price(), stalled)
+            )
+    except Overloaded as exc:
+        failed = time.monotonic() - started
+        return RequestRecord(
+            transport="in-process",
+            voice=voice,
+            chars=len(TEXT),
+            started_s=delay,
+            first_audio_s=None,
+            last_audio_s=None,
+            audio_s=0.0,
+            rtf=None,
+            underruns=0,
+            underrun_s=0.0,
+            concurrency=concurrency,
+            error=str(exc),
+            failed_after_s=failed,
+        )
+
+
+async def _play(
+    runtime: Runtime, voice: str, delay: float, concurrency: int, started: float, teach: Callable[[bool], None]
+) -> RequestRecord:
+    """The listener of :func:`listener` once admitted; ``teach(stalled)`` at its first stall, or at its end
+    when it never stalled."""
     session = runtime.open_session(SynthesisParams(voice=voice), pace=True)
     session.push_text(TEXT)
     session.close()
@@ -217,7 +268,10 @@ async def listener(runtime: Runtime, voice: str, delay: float, concurrency: int)
         if len(chunk.samples):
             first = first if first is not None else now - started
             last = now - started
-        clock.on_audio(now, len(chunk.samples) / chunk.sample_rate)
+        if clock.on_audio(now, len(chunk.samples) / chunk.sample_rate) and len(clock.stalls) == 1:
+            teach(True)
+    if not clock.stalls:
+        teach(False)
     return RequestRecord(
         transport="in-process",
         voice=voice,
@@ -234,13 +288,15 @@ async def listener(runtime: Runtime, voice: str, delay: float, concurrency: int)
     )
 
 
-async def measure(runtime: Runtime, voice: str, listeners: int, rounds: int, spread: float) -> LevelSummary:
+async def measure(
+    runtime: Runtime, voice: str, listeners: int, rounds: int, spread: float, admission: Admission | None = None
+) -> LevelSummary:
     """``rounds`` rounds of ``listeners`` arriving at random within ``spread`` seconds (a lone one at once)."""
     records: list[RequestRecord] = []
     started = time.monotonic()
     for _ in range(rounds):
         delays = [random.uniform(0, spread) if listeners > 1 else 0.0 for _ in range(listeners)]
-        records += await asyncio.gather(*(listener(runtime, voice, d, listeners) for d in delays))
+        records += await asyncio.gather(*(listener(runtime, voice, d, listeners, admission) for d in delays))
     return summarize(f"{listeners} listeners", listeners, records, time.monotonic() - started)
 
 
@@ -303,6 +359,9 @@ def main() -> None:
     parser.add_argument(
         "--learn-under-load", type=int, default=0, metavar="N", help="learn the costs from N real listeners at once"
     )
+    parser.add_argument(
+        "--admission", action="store_true", help="admit listeners as the server does (default settings), per core count"
+    )
     args = parser.parse_args()
     random.seed(args.seed)
     if args.real:
@@ -320,10 +379,14 @@ def main() -> None:
     found: dict[int, int] = {}
     for cores in (int(c) for c in args.cores.split(",")):
         runtime = simulated_runtime(args.engine, costs, cores, args.noise)
+        admission = server_admission(Settings(_env_file=None)) if args.admission else None
 
-        async def level(n: int, runtime: Runtime = runtime, cores: int = cores) -> LevelSummary:
-            summary = await measure(runtime, voice, n, args.rounds, args.spread)
-            print(json.dumps({"cores": cores, **summary.to_json()}, default=str), flush=True)
+        async def level(
+            n: int, runtime: Runtime = runtime, cores: int = cores, admission: Admission | None = admission
+        ) -> LevelSummary:
+            summary = await measure(runtime, voice, n, args.rounds, args.spread, admission)
+            limit = {"admission_limit": admission.limit} if admission is not None else {}
+            print(json.dumps({"cores": cores, **summary.to_json(), **limit}, default=str), flush=True)
             return summary
 
         try:
