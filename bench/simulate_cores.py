@@ -72,7 +72,7 @@ from typing import Any
 
 from bench.concurrency import VOICES
 from voxserve.benchmark.capacity import find_capacity
-from voxserve.benchmark.records import RequestRecord
+from voxserve.benchmark.records import RequestRecord, record_from_arrivals
 from voxserve.benchmark.stats import LevelSummary, summarize
 from voxserve.engines.fake import FakeEngine
 from voxserve.engines.onnx import current_thread_budget, thread_budget
@@ -237,17 +237,12 @@ async def listener(
             )
     except Overloaded as exc:
         failed = time.monotonic() - started
-        return RequestRecord(
+        return record_from_arrivals(
+            [],
             transport="in-process",
             voice=voice,
             chars=len(TEXT),
             started_s=delay,
-            first_audio_s=None,
-            last_audio_s=None,
-            audio_s=0.0,
-            rtf=None,
-            underruns=0,
-            underrun_s=0.0,
             concurrency=concurrency,
             error=str(exc),
             failed_after_s=failed,
@@ -262,29 +257,17 @@ async def _play(
     session = runtime.open_session(SynthesisParams(voice=voice), pace=True)
     session.push_text(TEXT)
     session.close()
-    clock, first, last = PlaybackClock(), None, None
+    clock, arrivals = PlaybackClock(), []
     async for chunk in session:
-        now = time.monotonic()
-        if len(chunk.samples):
-            first = first if first is not None else now - started
-            last = now - started
-        if clock.on_audio(now, len(chunk.samples) / chunk.sample_rate) and len(clock.stalls) == 1:
+        now, seconds = time.monotonic(), len(chunk.samples) / chunk.sample_rate
+        if seconds:
+            arrivals.append((now - started, seconds))
+        if clock.on_audio(now, seconds) and len(clock.stalls) == 1:
             teach(True)
     if not clock.stalls:
         teach(False)
-    return RequestRecord(
-        transport="in-process",
-        voice=voice,
-        chars=len(TEXT),
-        started_s=delay,
-        first_audio_s=first,
-        last_audio_s=last,
-        audio_s=clock.audio_s,
-        rtf=last / clock.audio_s if last is not None and clock.audio_s else None,
-        underruns=len(clock.stalls),
-        underrun_s=clock.stall_s,
-        concurrency=concurrency,
-        underrun_at_s=tuple(stall.at_s for stall in clock.stalls),
+    return record_from_arrivals(
+        arrivals, transport="in-process", voice=voice, chars=len(TEXT), started_s=delay, concurrency=concurrency
     )
 
 
