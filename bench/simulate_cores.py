@@ -212,13 +212,6 @@ def simulated_runtime(engine_name: str, costs: LearnedCosts, cores: int, noise: 
     return runtime
 
 
-def server_admission(settings: Settings) -> Admission:
-    """Admission as the server builds it from ``settings`` (``voxserve.server.state``), without metrics."""
-    return Admission(
-        settings.max_streams, settings.max_queue, queue_timeout_s=settings.queue_timeout_s, max_load=settings.max_load
-    )
-
-
 async def listener(
     runtime: Runtime, voice: str, delay: float, concurrency: int, admission: Admission | None = None
 ) -> RequestRecord:
@@ -362,7 +355,7 @@ def main() -> None:
     found: dict[int, int] = {}
     for cores in (int(c) for c in args.cores.split(",")):
         runtime = simulated_runtime(args.engine, costs, cores, args.noise)
-        admission = server_admission(Settings(_env_file=None)) if args.admission else None
+        admission = Admission.from_settings(Settings(_env_file=None)) if args.admission else None
 
         async def level(
             n: int, runtime: Runtime = runtime, cores: int = cores, admission: Admission | None = admission

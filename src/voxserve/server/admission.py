@@ -54,6 +54,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from voxserve.errors import Overloaded, ShuttingDown
+from voxserve.settings import Settings
 
 log = logging.getLogger("voxserve.server")
 
@@ -98,6 +99,17 @@ class Admission:
         self._idle.set()
         self._on_change = on_change
         self._changed()  # the gauges start at the limit, not at nothing
+
+    @classmethod
+    def from_settings(cls, settings: Settings, on_change: Callable[[int, int, float], None] | None = None) -> Admission:
+        """Admission as the operator's settings configure it (the server's, and a simulated one's)."""
+        return cls(
+            settings.max_streams,
+            settings.max_queue,
+            queue_timeout_s=settings.queue_timeout_s,
+            on_change=on_change,
+            max_load=settings.max_load,
+        )
 
     @property
     def active(self) -> int:

@@ -59,13 +59,7 @@ class ServerState:
         metrics = Metrics()
         metrics.watch_scheduler(runtime.scheduler_stats)
         lifecycle = Lifecycle(metrics)
-        admission = Admission(
-            settings.max_streams,
-            settings.max_queue,
-            queue_timeout_s=settings.queue_timeout_s,
-            on_change=metrics.on_admission,
-            max_load=settings.max_load,
-        )
+        admission = Admission.from_settings(settings, on_change=metrics.on_admission)
         metrics.watch_load(lambda: admission.load)
         limiter = RateLimiter(settings.rate_limit_per_minute)
         return cls(settings, runtime, metrics, lifecycle, admission, limiter, Authenticator(settings))
