@@ -48,6 +48,11 @@ a simulation from the warm-up's costs stalls far less than the machine does at t
 core count, learning its limit from the stalls as the server's does): a listener it refuses is a failed
 request, and the levels then say how many listeners the server would serve on that many cores.
 
+``--duration S`` makes each round a closed loop of S seconds: each listener asks again once its reply
+has played (a refused one after a pause), as ``voxserve bench``'s listeners and ``bench/compare_trees.py``
+do on a real server. Only the first requests of a round then arrive together; the later ones fall
+where the replies end, so first audio is measured at the steady load as well as in the opening burst.
+
 ``--costs`` takes the costs another run learned (its first printed line) instead of learning them, so
 two source trees are compared on the same costs: run this file with the other tree's ``src`` first on
 ``PYTHONPATH``.
@@ -74,6 +79,7 @@ from bench.concurrency import VOICES
 from voxserve.benchmark.capacity import find_capacity
 from voxserve.benchmark.records import RequestRecord, record_from_arrivals
 from voxserve.benchmark.stats import LevelSummary, summarize
+from voxserve.benchmark.workload import FAILED_PAUSE_S
 from voxserve.engines.fake import FakeEngine
 from voxserve.engines.onnx import current_thread_budget, thread_budget
 from voxserve.engines.registry import EngineLoad, LoadedEngine
@@ -213,20 +219,26 @@ def simulated_runtime(engine_name: str, costs: LearnedCosts, cores: int, noise: 
 
 
 async def listener(
-    runtime: Runtime, voice: str, delay: float, concurrency: int, admission: Admission | None = None
+    runtime: Runtime,
+    voice: str,
+    delay: float,
+    concurrency: int,
+    admission: Admission | None = None,
+    since: float = 0.0,
 ) -> RequestRecord:
     """One listener arriving after ``delay`` and playing its audio in real time from the first chunk;
     with ``admission``, booked as the server books a stream (refused: a failed record), and admission
-    told of its first stall or its clean end, as the server tells it."""
+    told of its first stall or its clean end, as the server tells it. Its record starts ``since + delay``
+    after its round's start."""
     await asyncio.sleep(delay)
-    started = time.monotonic()
+    started, at = time.monotonic(), since + delay
     if admission is None:
-        return await _play(runtime, voice, delay, concurrency, started, lambda stalled: None)
+        return await _play(runtime, voice, at, concurrency, started, lambda stalled: None)
     price = functools.partial(runtime.stream_share, runtime.engine_for(voice).name)
     try:
         async with admission.slot(price):
             return await _play(
-                runtime, voice, delay, concurrency, started, lambda stalled: admission.observe(price(), stalled)
+                runtime, voice, at, concurrency, started, lambda stalled: admission.observe(price(), stalled)
             )
     except Overloaded as exc:
         failed = time.monotonic() - started
@@ -235,7 +247,7 @@ async def listener(
             transport="in-process",
             voice=voice,
             chars=len(TEXT),
-            started_s=delay,
+            started_s=at,
             concurrency=concurrency,
             error=str(exc),
             failed_after_s=failed,
@@ -265,15 +277,44 @@ async def _play(
 
 
 async def measure(
-    runtime: Runtime, voice: str, listeners: int, rounds: int, spread: float, admission: Admission | None = None
+    runtime: Runtime,
+    voice: str,
+    listeners: int,
+    rounds: int,
+    spread: float,
+    admission: Admission | None = None,
+    duration: float = 0.0,
 ) -> LevelSummary:
-    """``rounds`` rounds of ``listeners`` arriving at random within ``spread`` seconds (a lone one at once)."""
+    """``rounds`` rounds of ``listeners`` arriving at random within ``spread`` seconds (a lone one at once).
+    With ``duration``, each listener of a round asks again once its reply has played, until ``duration``
+    seconds after the round's start, as ``voxserve bench``'s listeners do (a refused one after a pause)."""
     records: list[RequestRecord] = []
     started = time.monotonic()
     for _ in range(rounds):
         delays = [random.uniform(0, spread) if listeners > 1 else 0.0 for _ in range(listeners)]
-        records += await asyncio.gather(*(listener(runtime, voice, d, listeners, admission) for d in delays))
+        if not duration:
+            records += await asyncio.gather(*(listener(runtime, voice, d, listeners, admission) for d in delays))
+            continue
+        loops = (_asks_again(runtime, voice, d, listeners, admission, duration) for d in delays)
+        records += [r for own in await asyncio.gather(*loops) for r in own]
     return summarize(f"{listeners} listeners", listeners, records, time.monotonic() - started)
+
+
+async def _asks_again(
+    runtime: Runtime, voice: str, delay: float, concurrency: int, admission: Admission | None, duration: float
+) -> list[RequestRecord]:
+    """One listener of a closed loop: it joins after ``delay``, and asks again when its reply has played
+    (:func:`voxserve.benchmark.workload.closed_loop`'s listener) until ``duration`` has passed."""
+    round0 = time.monotonic()
+    await asyncio.sleep(delay)
+    records: list[RequestRecord] = []
+    while (since := time.monotonic() - round0) < duration:
+        record = await listener(runtime, voice, 0.0, concurrency, admission, since)
+        records.append(record)
+        now = time.monotonic() - round0
+        played = record.started_s + record.played_s if record.ok else now + FAILED_PAUSE_S
+        await asyncio.sleep(max(0.0, min(played, duration) - now))
+    return records
 
 
 async def saturation(runtime: Runtime, voice: str, requests: int) -> dict[str, float]:
@@ -336,6 +377,12 @@ def main() -> None:
         "--learn-under-load", type=int, default=0, metavar="N", help="learn the costs from N real listeners at once"
     )
     parser.add_argument(
+        "--duration",
+        type=float,
+        default=0.0,
+        help="each listener asks again once its reply has played, for this many seconds a round (0: once)",
+    )
+    parser.add_argument(
         "--admission", action="store_true", help="admit listeners as the server does (default settings), per core count"
     )
     args = parser.parse_args()
@@ -360,7 +407,7 @@ def main() -> None:
         async def level(
             n: int, runtime: Runtime = runtime, cores: int = cores, admission: Admission | None = admission
         ) -> LevelSummary:
-            summary = await measure(runtime, voice, n, args.rounds, args.spread, admission)
+            summary = await measure(runtime, voice, n, args.rounds, args.spread, admission, args.duration)
             limit = {"admission_limit": admission.limit} if admission is not None else {}
             print(json.dumps({"cores": cores, **summary.to_json(), **limit}, default=str), flush=True)
             return summary
