@@ -255,7 +255,7 @@ async def listener(
 
 
 async def _play(
-    runtime: Runtime, voice: str, delay: float, concurrency: int, started: float, teach: Callable[[bool], None]
+    runtime: Runtime, voice: str, at: float, concurrency: int, started: float, teach: Callable[[bool], None]
 ) -> RequestRecord:
     """The listener of :func:`listener` once admitted; ``teach(stalled)`` at its first stall, or at its end
     when it never stalled."""
@@ -272,7 +272,7 @@ async def _play(
     if not clock.stalls:
         teach(False)
     return record_from_arrivals(
-        arrivals, transport="in-process", voice=voice, chars=len(TEXT), started_s=delay, concurrency=concurrency
+        arrivals, transport="in-process", voice=voice, chars=len(TEXT), started_s=at, concurrency=concurrency
     )
 
 
