@@ -224,6 +224,7 @@ async def listener(
     delay: float,
     concurrency: int,
     admission: Admission | None = None,
+    *,
     since: float = 0.0,
 ) -> RequestRecord:
     """One listener arriving after ``delay`` and playing its audio in real time from the first chunk;
@@ -309,7 +310,7 @@ async def _asks_again(
     await asyncio.sleep(delay)
     records: list[RequestRecord] = []
     while (since := time.monotonic() - round0) < duration:
-        record = await listener(runtime, voice, 0.0, concurrency, admission, since)
+        record = await listener(runtime, voice, 0.0, concurrency, admission, since=since)
         records.append(record)
         now = time.monotonic() - round0
         played = record.started_s + record.played_s if record.ok else now + FAILED_PAUSE_S

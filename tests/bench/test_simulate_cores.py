@@ -16,7 +16,7 @@ def _fake_listener(refuse: bool) -> Any:
     """A stand-in for one request: 20 ms to first audio, 50 ms of audio; or a refusal at once."""
 
     async def listener(
-        runtime: object, voice: str, delay: float, concurrency: int, admission: object, since: float
+        runtime: object, voice: str, delay: float, concurrency: int, admission: object, *, since: float
     ) -> RequestRecord:
         if refuse:
             return record_from_arrivals(
