@@ -50,8 +50,8 @@ request, and the levels then say how many listeners the server would serve on th
 
 ``--duration S`` makes each round a closed loop of S seconds: each listener asks again once its reply
 has played (a refused one after a pause), as ``voxserve bench``'s listeners and ``bench/compare_trees.py``
-do on a real server. Only the first requests of a round then arrive together; the later ones fall
-where the replies end, so first audio is measured at the steady load as well as in the opening burst.
+do on a real server. A listener's later requests start where its replies end: with this one reply for
+every listener they arrive close together again, in bursts like the round's opening one.
 
 ``--costs`` takes the costs another run learned (its first printed line) instead of learning them, so
 two source trees are compared on the same costs: run this file with the other tree's ``src`` first on
