@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import statistics
 import subprocess
 import sys
@@ -33,9 +34,19 @@ from typing import Any
 from bench.in_process import start_server
 from voxserve.engines.onnx import current_thread_budget
 from voxserve.stream import session as session_module
+from voxserve.stream.jobs import Job
 from voxserve.stream.playback import PlaybackClock
+from voxserve.stream.sharing import CoreSharing
 
 Event = tuple[float, str]
+_KEYS = itertools.count()
+
+
+def _key(clock: PlaybackClock) -> int:
+    """A stream's key: its playback clock's, given once (an ``id`` is reused once a clock is freed)."""
+    if not hasattr(clock, "_trace_key"):
+        clock._trace_key = next(_KEYS)  # type: ignore[attr-defined]
+    return clock._trace_key  # type: ignore[attr-defined]
 
 
 class _Timelines:
@@ -46,11 +57,18 @@ class _Timelines:
         self.rates: dict[int, int] = {}  # each stream's sample rate: which engine it is
         self.jobs: list[tuple[float, float, int, str]] = []  # every job: start, end, stream, what
         self.held: dict[tuple[int | None, int | None], list[float]] = collections.defaultdict(list)
+        self.runs: dict[int, list[tuple[float, float, float]]] = collections.defaultdict(list)  # submitted, start, end
+        self.first_audio: dict[int, float] = {}  # when each stream's first audio reached its listener
+        self.held_first: set[int] = set()  # streams whose first audio was held back for thin ones
+        self.pooled: dict[int, int] = {}  # the id of a session's stream in the pool, to its key (set per job)
         self.t0 = time.monotonic()
 
     def start(self) -> None:
         self.events.clear()
         self.jobs.clear()
+        self.runs.clear()
+        self.first_audio.clear()
+        self.held_first.clear()
         self.t0 = time.monotonic()
 
     def add(self, key: int, at: float, line: str) -> None:
@@ -74,6 +92,34 @@ class _Timelines:
             rows.append(f"  {rate} Hz, {threads} threads: {statistics.median(ordered):.2f}, {p90:.2f}, {len(ordered)}")
         return "\n".join(rows)
 
+    def first_audio_table(self) -> str:
+        """Where each stream's first audio went, from its first job's submission (the session's start) to
+        its first audio: waiting for a core, working, and between jobs (planning, delivery, the event
+        loop). Median and P90 of each over the streams, and their means over the slowest tenth."""
+        parts = []  # total, waited, worked, between, held back
+        for key, heard in self.first_audio.items():
+            runs = [run for run in self.runs.get(key, []) if run[0] < heard]
+            if not runs:
+                continue
+            total = heard - min(run[0] for run in runs)
+            waited = sum(start - submitted for submitted, start, _ in runs)
+            worked = sum(end - start for _, start, end in runs)
+            parts.append((total, waited, worked, total - waited - worked, float(key in self.held_first)))
+        if not parts:
+            return "no first audio seen"
+        names = ("first audio", "waited for a core", "worked", "between jobs")
+        slowest = sorted(parts)[-max(1, len(parts) // 10) :]
+        head = f"first audio of {len(parts)} streams, from the session's first job (ms)"
+        rows = [f"{head}: median, P90, slowest tenth's mean"]
+        held = f"{sum(p[4] for p in parts):.0f} of them, {sum(p[4] for p in slowest):.0f} of the slowest tenth"
+        rows.append(f"  held back for thin streams: {held}")
+        for i, name in enumerate(names):
+            ordered = sorted(p[i] for p in parts)
+            p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+            tail = statistics.mean(p[i] for p in slowest)
+            rows.append(f"  {name:18s} {statistics.median(ordered) * 1000:7.0f} {p90 * 1000:7.0f} {tail * 1000:7.0f}")
+        return "\n".join(rows)
+
     def others(self, key: int, since: float, until: float) -> list[str]:
         """The jobs of streams other than ``key`` that ran between ``since`` and ``until``."""
         ran = sorted(job for job in self.jobs if job[2] != key and job[1] > since and job[0] < until)
@@ -87,7 +133,8 @@ def _watch(timelines: _Timelines) -> None:
     def audio(clock: PlaybackClock, now: float, seconds: float) -> float:
         wait = on_audio(clock, now, seconds)
         dry = f"  ran dry at {clock.audio_s - seconds:.2f} s of audio, waited {wait * 1000:.0f} ms" if wait else ""
-        timelines.add(id(clock), now, f"audio {seconds:.3f} s{dry}")
+        timelines.add(_key(clock), now, f"audio {seconds:.3f} s{dry}")
+        timelines.first_audio.setdefault(_key(clock), now)
         return wait
 
     PlaybackClock.on_audio = audio  # type: ignore[method-assign,assignment]
@@ -100,7 +147,7 @@ def _watch(timelines: _Timelines) -> None:
             queued, running, streams = len(pool._heap), len(pool._running), len(pool._streams)
             state = f"queued {queued} running {running} free {pool._free} streams {streams}"
 
-        timelines.rates[id(self._clock)] = self.sample_rate
+        timelines.rates[_key(self._clock)] = self.sample_rate
 
         def run() -> object:
             ran["start"], ran["threads"] = time.monotonic(), current_thread_budget()
@@ -110,24 +157,36 @@ def _watch(timelines: _Timelines) -> None:
                 ran["end"] = time.monotonic()
 
         submitted = time.monotonic()
+        if self._stream is not None:
+            timelines.pooled[id(self._stream)] = _key(self._clock)
         try:
             return await timed(self, run, cost)
         finally:
             due = "never" if deadline == float("inf") else f"{deadline - submitted:+.3f}"
             began, ended = ran.get("start", submitted) - submitted, ran.get("end", submitted) - submitted
             if "start" in ran:
+                timelines.runs[_key(self._clock)].append((submitted, ran["start"], ran["end"]))
                 what = f"job cost {cost:.3f} due {due} threads {ran.get('threads')}"
-                timelines.jobs.append((ran["start"] - timelines.t0, ran["end"] - timelines.t0, id(self._clock), what))
+                timelines.jobs.append((ran["start"] - timelines.t0, ran["end"] - timelines.t0, _key(self._clock), what))
                 if cost > 0.05:
                     timelines.held[self.sample_rate, ran.get("threads")].append((ran["end"] - ran["start"]) / cost)
             timelines.add(
-                id(self._clock),
+                _key(self._clock),
                 submitted,
                 f"job cost {cost:.3f} due {due} started +{began:.3f} ended +{ended:.3f} "
                 f"threads {ran.get('threads')} | {state}",
             )
 
     session_module.SynthesisSession._timed = traced  # type: ignore[method-assign]
+    waits = CoreSharing._waits
+
+    def held(sharing: CoreSharing, job: Job, now: float) -> float | None:
+        until = waits(sharing, job, now)
+        if until is not None and id(job.stream) in timelines.pooled:
+            timelines.held_first.add(timelines.pooled[id(job.stream)])
+        return until
+
+    CoreSharing._waits = held  # type: ignore[method-assign,assignment]
 
 
 def main() -> None:
@@ -140,6 +199,7 @@ def main() -> None:
     parser.add_argument("--beside", help="VOICE:LEVEL: a second load at the same time")
     parser.add_argument("--rate", type=int, help="show only the stalls of streams of this sample rate")
     parser.add_argument("--before", type=float, default=1.5, help="seconds of other jobs shown before a stall")
+    parser.add_argument("--text-set", dest="text_set", default="short", help="the bench's texts (short, long, ...)")
     parser.add_argument("--port", type=int, default=18400)
     parser.add_argument("--output", default="bench-results/stall-timeline")
     args = parser.parse_args()
@@ -151,6 +211,7 @@ def main() -> None:
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
     command += ["--grpc-target", f"127.0.0.1:{args.port + 1}", "--voice", args.voice]
     command += ["--concurrency", args.concurrency, "--duration", args.duration, "--ramp", args.ramp]
+    command += ["--text-set", args.text_set]
     loads = [(args.voice, subprocess.Popen([*command, "--output", args.output], stdout=subprocess.PIPE, text=True))]
     if args.beside:
         voice, level = args.beside.split(":")
@@ -161,6 +222,7 @@ def main() -> None:
         out = load.communicate()[0]
         print(out[out.find(f"{voice}\n") :] or out[-2000:])
     print(timelines.held_table())
+    print(timelines.first_audio_table())
     stalled = timelines.stalled(args.rate)
     print(f"streams {len(timelines.events)}, stalled {len(timelines.stalled())}, shown of them {len(stalled)}")
     for key, events in stalled[: args.show]:

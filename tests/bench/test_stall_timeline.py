@@ -1,0 +1,41 @@
+"""Where a stream's first audio went: waiting for a core, working, and between jobs, from recorded jobs."""
+
+from __future__ import annotations
+
+import re
+
+from bench.stall_timeline import _Timelines
+
+
+def _row(table: str, name: str) -> list[int]:
+    """The median, P90 and slowest tenth's mean (ms) of one row of the table."""
+    line = next(line for line in table.splitlines() if line.startswith(f"  {name}  "))
+    return [int(x) for x in re.findall(r"-?\d+", line[len(name) + 2 :])]
+
+
+def test_the_parts_of_a_first_audio_add_up_and_only_jobs_before_it_count() -> None:
+    timelines = _Timelines()
+    # a stream: phonemes submitted at 0, start at once, work 10 ms; its first window waits 200 ms for a
+    # core and works 300 ms; its first audio arrives 20 ms later. A later job (after the audio) is ignored.
+    timelines.runs[1] = [(0.0, 0.0, 0.010), (0.015, 0.215, 0.515), (0.6, 0.6, 0.9)]
+    timelines.first_audio[1] = 0.535
+    timelines.held_first.add(1)
+    # a stream served at once: 100 ms of work, audio 5 ms after it
+    timelines.runs[2] = [(1.0, 1.0, 1.1)]
+    timelines.first_audio[2] = 1.105
+    # a stream with no first audio yet counts in no row
+    timelines.runs[3] = [(2.0, 2.5, 3.0)]
+
+    table = timelines.first_audio_table()
+
+    assert "first audio of 2 streams" in table
+    assert "held back for thin streams: 1 of them, 1 of the slowest tenth" in table
+    assert _row(table, "first audio")[2] == 535  # the slowest is the first stream: its whole time
+    assert _row(table, "waited for a core")[2] == 200
+    assert _row(table, "worked")[2] == 310
+    assert _row(table, "between jobs")[2] == 25  # 535 - 200 - 310
+    assert _row(table, "worked")[0] == 205  # median of 310 and 100
+
+
+def test_no_first_audio_says_so() -> None:
+    assert _Timelines().first_audio_table() == "no first audio seen"
