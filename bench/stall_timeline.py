@@ -11,6 +11,14 @@ stream's jobs that ran in the ``--before`` seconds before it ran dry.
 
     .venv/bin/python -m bench.stall_timeline --concurrency 8,12,16 --ramp 0
 
+Before them, where each stream's first audio went, from the session's first job to the first audio: the
+time its jobs waited for a core, worked, and spent between jobs (planning, delivery, the event loop), as
+median, P90 and the slowest tenth's mean; how many first audios the pool held back for thin streams
+(``CoreSharing._waits``); and how many model calls it stopped for a late job. ``--text-set long`` gives
+the issue's three-sentence replies:
+
+    .venv/bin/python -m bench.stall_timeline --voice af_heart --concurrency 3 --duration 60 --text-set long --show 0
+
 ``--beside VOICE:LEVEL`` runs a second load of ``LEVEL`` listeners of another voice at the same time
 (as ``bench.compare_trees --beside``); each stream is named by its engine's sample rate. A Kokoro
 listener beside eight Piper ones, only the Kokoro streams' stalls shown:
@@ -204,7 +212,7 @@ def main() -> None:
     parser.add_argument("--output", default="bench-results/stall-timeline")
     args = parser.parse_args()
 
-    _, _, server = start_server(args.port)
+    state, _, server = start_server(args.port)
     timelines = _Timelines()
     _watch(timelines)
     timelines.start()
@@ -223,6 +231,7 @@ def main() -> None:
         print(out[out.find(f"{voice}\n") :] or out[-2000:])
     print(timelines.held_table())
     print(timelines.first_audio_table())
+    print(f"model calls stopped for a late job: {state.runtime.pool.preemptions}")
     stalled = timelines.stalled(args.rate)
     print(f"streams {len(timelines.events)}, stalled {len(timelines.stalled())}, shown of them {len(stalled)}")
     for key, events in stalled[: args.show]:
