@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.in_process import start_server
+from voxserve.benchmark.stats import percentile
 from voxserve.engines.onnx import current_thread_budget
 from voxserve.stream import session as session_module
 from voxserve.stream.jobs import Job
@@ -95,9 +96,8 @@ class _Timelines:
         the windows are planned with are from what the jobs take under this load."""
         rows = ["jobs' wall time / expected cost (expected cost > 0.05 s), by engine and threads: median, P90, jobs"]
         for (rate, threads), ratios in sorted(self.held.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1] or 0)):
-            ordered = sorted(ratios)
-            p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-            rows.append(f"  {rate} Hz, {threads} threads: {statistics.median(ordered):.2f}, {p90:.2f}, {len(ordered)}")
+            p90 = percentile(ratios, 90)
+            rows.append(f"  {rate} Hz, {threads} threads: {statistics.median(ratios):.2f}, {p90:.2f}, {len(ratios)}")
         return "\n".join(rows)
 
     def first_audio_table(self) -> str:
@@ -122,10 +122,9 @@ class _Timelines:
         held = f"{sum(p[4] for p in parts):.0f} of them, {sum(p[4] for p in slowest):.0f} of the slowest tenth"
         rows.append(f"  held back for thin streams: {held}")
         for i, name in enumerate(names):
-            ordered = sorted(p[i] for p in parts)
-            p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-            tail = statistics.mean(p[i] for p in slowest)
-            rows.append(f"  {name:18s} {statistics.median(ordered) * 1000:7.0f} {p90 * 1000:7.0f} {tail * 1000:7.0f}")
+            values = [p[i] for p in parts]
+            p90, tail = percentile(values, 90), statistics.mean(p[i] for p in slowest)
+            rows.append(f"  {name:18s} {statistics.median(values) * 1000:7.0f} {p90 * 1000:7.0f} {tail * 1000:7.0f}")
         return "\n".join(rows)
 
     def others(self, key: int, since: float, until: float) -> list[str]:
