@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from voxserve.stream.jobs import Job, first_late
+from voxserve.stream.jobs import Hold, Job, first_late
 from voxserve.stream.pool import WorkerPool
 
 
@@ -594,3 +594,26 @@ async def test_a_playing_stream_goes_before_newcomers_only_when_those_ahead_woul
     assert await _order_behind(1) == ["new 0", "playing"]
     # behind four it would start at 0.5 s: past its latest start, so it goes first
     assert await _order_behind(4) == ["playing", "new 0", "new 1", "new 2", "new 3"]
+
+
+def test_a_stopped_job_is_priced_at_the_cores_it_gets_back() -> None:
+    """A job holding two cores, done again on one, takes twice its cost: what it can give away shrinks by
+    that, and once readmitted on one core its cost is that, and it is late if that no longer fits."""
+    loop = asyncio.new_event_loop()
+    try:
+        now = time.monotonic()
+        job = Job(now + 2.0, 0, lambda: None, loop, loop.create_future(), due=now + 3.0, cost=1.0)
+        hold = Hold(threading.Condition(), lambda _: None, job, 2, late=False)
+        assert hold.cost_at(2) == hold.cost_at(4) == 1.0  # as wide or wider: as it was priced
+        assert hold.cost_at(1) == 2.0
+        assert hold.spare(now) == pytest.approx(2.0)  # done again at its own width
+        assert hold.spare(now, 1) == pytest.approx(1.0)  # done again on one core
+        hold.readmitted(1, now + 0.5)
+        assert (hold.threads, hold.cost, hold.late) == (1, 2.0, False)  # 2 s of work, 2.5 s to its deadline
+        hold.readmitted(1, now + 0.5)  # stopped and readmitted again on one core: no dearer
+        assert hold.cost == 2.0 and hold.remaining(now + 1.5) == pytest.approx(1.0)
+        late = Hold(threading.Condition(), lambda _: None, job, 2, late=False)
+        late.readmitted(1, now + 1.5)
+        assert late.late and late.spare(now + 1.5) == 0.0  # 2 s of work, 1.5 s left: never stopped again
+    finally:
+        loop.close()

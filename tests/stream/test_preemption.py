@@ -4,6 +4,7 @@ call of a job that has time to spare, and that call is made again later with the
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from dataclasses import replace
@@ -138,6 +139,39 @@ async def test_a_call_whose_audio_is_due_soon_is_not_stopped(slow_session: ort.I
         await pool.run(lambda: finished.append("urgent"), deadline=time.monotonic(), cost=0.1)
         await long
         assert finished == ["long", "urgent"]  # it waited for the call, which had too little to spare
+        assert pool.preemptions == 0
+    finally:
+        pool.close()
+
+
+async def test_a_call_on_every_core_is_stopped_only_if_it_can_be_made_again_on_its_share(
+    slow_session: ort.InferenceSession,
+) -> None:
+    """A job stopped on both cores for a newcomer is readmitted beside it, on one core: its work again
+    takes twice as long. A deadline that leaves room for the newcomer's job and the call again on both
+    cores, but not on one, keeps it running (stopped, it came late on a real box: docs/benchmarks.md,
+    "A stopped window is priced at the cores it gets back (stop 58)")."""
+    call_s = _timed_call(slow_session, 0)
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
+    started, finished = threading.Event(), []
+
+    def long_job() -> int | None:
+        started.set()
+        run_graph(slow_session, ["y"], _inputs(1), "slow graph")
+        finished.append("long")
+        return current_thread_budget()
+
+    try:
+        with pool.streaming() as reading:  # alone: its job gets both cores
+            now = time.monotonic()
+            long = asyncio.ensure_future(pool.run(long_job, deadline=now + 1.9 * call_s, cost=call_s, stream=reading))
+            await _started(started)
+            await asyncio.sleep(call_s / 4)
+            with pool.streaming() as caller:  # the newcomer: each stream's share is one core now
+                urgent = functools.partial(finished.append, "urgent")
+                await pool.run(urgent, deadline=time.monotonic(), cost=0.3 * call_s, stream=caller)
+            assert await long == 2
+        assert finished == ["long", "urgent"]  # on both cores it could have been stopped; on one it would be late
         assert pool.preemptions == 0
     finally:
         pool.close()

@@ -73,6 +73,7 @@ class Hold:
     ) -> None:
         self._cond, self._resume = cond, resume
         self.job, self.threads, self.late = job, threads, late
+        self.cost = job.cost  # expected seconds of its work at ``threads`` (made again after a stop: see below)
         self.started = time.monotonic()
         self.armed: ort.RunOptions | None = None  # the model call in flight
         self.asked = False  # the pool wants this job's cores
@@ -94,13 +95,34 @@ class Hold:
 
     def remaining(self, now: float) -> float:
         """Expected seconds until the job is done."""
-        return max(0.0, self.job.cost - (now - self.started))
+        return max(0.0, self.cost - (now - self.started))
 
-    def spare(self, now: float) -> float:
-        """Seconds the job could give away and still be done in time, doing its work again."""
-        if self.late or self.job.cost <= 0:
+    def cost_at(self, threads: int | None) -> float:
+        """Expected seconds of the job's work done again from its start with ``threads`` threads: its cost
+        times the ratio of the thread counts, as if its work scaled perfectly with cores. A job stopped
+        on every core of a small box is readmitted beside the streams it was stopped for, on fewer
+        cores, and takes that much longer; its stream's learned costs at the two counts said much less
+        (they come from calmer moments) and the job came late (docs/benchmarks.md, "A stopped window is
+        priced at the cores it gets back (stop 58)")."""
+        was = self.threads
+        if threads is None or was is None or threads >= was:
+            return self.cost
+        return self.cost * was / threads
+
+    def spare(self, now: float, threads: int | None = None) -> float:
+        """Seconds the job could give away and still be done in time, doing its work again with
+        ``threads`` threads (:meth:`cost_at`; default: its own)."""
+        if self.late or self.cost <= 0:
             return 0.0  # late itself, or nothing known of its work: never stopped
-        return self.job.due - now - self.job.cost
+        return self.job.due - now - self.cost_at(threads)
+
+    def readmitted(self, threads: int | None, now: float) -> None:
+        """The job runs again from ``now`` with ``threads`` threads: its cost is what its work takes
+        at that count, and it is late if that cost no longer fits before its deadline (then it is never
+        stopped again)."""
+        self.cost = self.cost_at(threads)
+        self.threads, self.started = threads, now
+        self.late = self.job.due - self.cost <= now
 
 
 class Reads:

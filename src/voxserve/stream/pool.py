@@ -113,7 +113,7 @@ class WorkerPool(CoreSharing):
         job costing less would stop it (see :meth:`_preempt_for`); 0 when none could be."""
         with self._cond:
             now = time.monotonic()
-            calls = [h.spare(now) for h in self._running if h.armed is not None and not h.asked]
+            calls = [h.spare(now, self._restart(h)) for h in self._running if h.armed is not None and not h.asked]
             return max(calls, default=0.0)
 
     @contextlib.contextmanager
@@ -202,8 +202,9 @@ class WorkerPool(CoreSharing):
         soonest = min((h.remaining(now) for h in self._running), default=0.0)
         if not job.late(now + soonest):
             return  # a running job will be done before its latest start
-        for hold in sorted(self._running, key=lambda h: h.spare(now), reverse=True):
-            spare = hold.spare(now)
+        spares = {hold: hold.spare(now, self._restart(hold)) for hold in self._running}
+        for hold in sorted(self._running, key=spares.__getitem__, reverse=True):
+            spare = spares[hold]
             if coming >= want or spare <= 0 or spare < job.cost:
                 break
             if hold.asked:
@@ -214,13 +215,23 @@ class WorkerPool(CoreSharing):
             if hold.armed is not None:
                 hold.armed.terminate = True
 
+    def _restart(self, hold: Hold) -> int | None:
+        """The threads a running job would be readmitted with if stopped now: no more than it holds, nor
+        than an equal share of the cores among the streams producing audio (lock held)."""
+        if self.cores is None or hold.threads is None:
+            return hold.threads
+        return min(hold.threads, self._level(self.cores))
+
     def _resume(self, hold: Hold) -> None:
-        """A stopped job gives its cores back and waits to be readmitted, ahead of later deadlines."""
+        """A stopped job gives its cores back and waits to be readmitted, ahead of later latest starts:
+        its own is its deadline less its work done again at the threads it is expected to get back
+        (:meth:`_restart`), not the cost it was queued with, which may have been for every core."""
         with self._cond:
+            latest = hold.job.due - hold.cost_at(self._restart(hold))
             self._release(hold)
             self.preemptions += 1
             log.debug("stopped a job due in %.2f s for a stream's first audio", hold.job.due - time.monotonic())
-            entry = (hold.job.start_by, hold.job.seq, hold)
+            entry = (latest, hold.job.seq, hold)
             heapq.heappush(self._waiting, entry)
             self._cond.notify_all()
             while not self._closed:
@@ -236,9 +247,8 @@ class WorkerPool(CoreSharing):
                 self._cond.wait(None if wake is None else max(0.0, wake - time.monotonic()))
             self._waiting.remove(entry)
             heapq.heapify(self._waiting)
-            hold.threads = self._level(self._free) if self._free >= 1 else 1
-            self._free -= hold.threads
-            hold.started = time.monotonic()
+            hold.readmitted(self._level(self._free) if self._free >= 1 else 1, time.monotonic())
+            self._free -= hold.threads or 0
             self._running.append(hold)
         set_thread_budget(hold.threads)
 

@@ -129,7 +129,7 @@ class CoreSharing:
             waiting += [h.job for _, _, h in self._waiting if others(h.job)]
             needs = [j.start_by for j in waiting]
             needs += [s.deadline() for s in self._between(stream) if s.deadline is not None]
-            ends = [(h.started + h.job.cost, h.threads or 0) for h in running]
+            ends = [(h.started + h.cost, h.threads or 0) for h in running]
             return first_shortfall(self.cores, threads, needs, ends) - now
 
     def crowded(self, threads: int | None) -> bool:
