@@ -101,9 +101,9 @@ class Hold:
         """Expected seconds of the job's work done again from its start with ``threads`` threads: its cost
         times the ratio of the thread counts, as if its work scaled perfectly with cores. A job stopped
         on every core of a small box is readmitted beside the streams it was stopped for, on fewer
-        cores, and takes that much longer; its stream's learned costs at the two counts said much less
-        (they come from calmer moments) and the job came late (docs/benchmarks.md, "A stopped window is
-        priced at the cores it gets back (stop 58)")."""
+        cores, and takes that much longer. Priced by its stream's learned costs at the two counts
+        instead, a window stopped this way was readmitted too late and its listener ran dry
+        (docs/benchmarks.md, "A stopped window is priced at the cores it gets back (stop 58)")."""
         was = self.threads
         if threads is None or was is None or threads >= was:
             return self.cost
