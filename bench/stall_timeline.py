@@ -11,6 +11,9 @@ stream's jobs that ran in the ``--before`` seconds before it ran dry.
 
     .venv/bin/python -m bench.stall_timeline --concurrency 8,12,16 --ramp 0
 
+``--slow-firsts N`` prints the same for the N slowest first audios: the stream's jobs until its first
+audio, and every other stream's jobs from ``--before`` seconds before its first job.
+
 Before them, where each stream's first audio went, from the session's first job to the first audio: the
 time its jobs waited for a core, worked, and spent between jobs (planning, delivery, the event loop), as
 median, P90 and the slowest tenth's mean; how many first audios the pool held back for thin streams
@@ -127,6 +130,16 @@ class _Timelines:
             rows.append(f"  {name:18s} {statistics.median(values) * 1000:7.0f} {p90 * 1000:7.0f} {tail * 1000:7.0f}")
         return "\n".join(rows)
 
+    def slowest_firsts(self, count: int) -> list[tuple[int, float, float]]:
+        """The ``count`` streams whose first audio took longest from their first job's submission: each
+        with that submission and its first audio (seconds from :meth:`start`)."""
+        firsts = []
+        for key, heard in self.first_audio.items():
+            submitted = [run[0] for run in self.runs.get(key, []) if run[0] < heard]
+            if submitted:
+                firsts.append((heard - min(submitted), key, min(submitted) - self.t0, heard - self.t0))
+        return [(key, since, heard) for _, key, since, heard in sorted(firsts, reverse=True)[:count]]
+
     def others(self, key: int, since: float, until: float) -> list[str]:
         """The jobs of streams other than ``key`` that ran between ``since`` and ``until``."""
         ran = sorted(job for job in self.jobs if job[2] != key and job[1] > since and job[0] < until)
@@ -205,6 +218,13 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=4, help="stalled streams whose timelines are printed")
     parser.add_argument("--beside", help="VOICE:LEVEL: a second load at the same time")
     parser.add_argument("--rate", type=int, help="show only the stalls of streams of this sample rate")
+    parser.add_argument(
+        "--slow-firsts",
+        dest="slow_firsts",
+        type=int,
+        default=0,
+        help="the slowest first audios whose streams' jobs and the others' are printed",
+    )
     parser.add_argument("--before", type=float, default=1.5, help="seconds of other jobs shown before a stall")
     parser.add_argument("--text-set", dest="text_set", default="short", help="the bench's texts (short, long, ...)")
     parser.add_argument("--port", type=int, default=18400)
@@ -241,6 +261,11 @@ def main() -> None:
             if "ran dry" in line:
                 print(f"  other streams' jobs in the {args.before} s before it ran dry at {at:.3f}:")
                 print("\n".join(f"    {job}" for job in timelines.others(key, at - args.before, at)))
+    for key, since, heard in timelines.slowest_firsts(args.slow_firsts):
+        print(f"----- a first audio after {(heard - since) * 1000:.0f} ms, at {timelines.rates.get(key)} Hz")
+        print("\n".join(f"{at:8.3f}  {line}" for at, line in sorted(timelines.events[key]) if at <= heard))
+        print(f"  other streams' jobs from {args.before} s before its first job to its first audio:")
+        print("\n".join(f"    {job}" for job in timelines.others(key, since - args.before, heard)))
     server.should_exit = True
 
 

@@ -378,7 +378,8 @@ class Runtime:
             on_audio=functools.partial(self._delivered, engine.name),
         )
 
-    def _delivered(self, engine: str, audio_s: float) -> None:
-        """A stream of ``engine`` delivered ``audio_s`` of audio (:meth:`Pricing.delivered`)."""
+    def _delivered(self, engine: str, audio_s: float, threads: int | None) -> None:
+        """A stream of ``engine`` delivered ``audio_s`` of audio, made by jobs of ``threads`` threads
+        (:meth:`Pricing.delivered`)."""
         if self._pricing is not None:
-            self._pricing.delivered(engine, audio_s)
+            self._pricing.delivered(engine, audio_s, threads)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from bench.stall_timeline import _Timelines
 
 
@@ -39,3 +40,17 @@ def test_the_parts_of_a_first_audio_add_up_and_only_jobs_before_it_count() -> No
 
 def test_no_first_audio_says_so() -> None:
     assert _Timelines().first_audio_table() == "no first audio seen"
+
+
+def test_the_slowest_first_audios_are_named_slowest_first_with_their_first_jobs_submission() -> None:
+    timelines = _Timelines()
+    timelines.t0 = 100.0
+    timelines.runs[1] = [(101.0, 101.0, 101.3)]
+    timelines.first_audio[1] = 101.4  # 0.4 s
+    timelines.runs[2] = [(102.0, 102.9, 103.1), (104.0, 104.0, 104.5)]  # a job after its audio does not count
+    timelines.first_audio[2] = 103.2  # 1.2 s
+    timelines.runs[3] = [(105.0, 105.0, 105.5)]  # no first audio: never among them
+    slowest = timelines.slowest_firsts(5)
+    assert [key for key, _, _ in slowest] == [2, 1]
+    assert slowest[0][1:] == pytest.approx((2.0, 3.2))  # seconds from the start of the load
+    assert timelines.slowest_firsts(1) == slowest[:1]

@@ -195,6 +195,49 @@ async def test_shared_cores_are_split_by_what_the_streams_need() -> None:
         pool.close()
 
 
+async def test_a_stream_with_time_to_spare_decodes_on_fewer_cores_and_leaves_one_to_a_newcomer() -> None:
+    """A job planned on every core runs on one when its work there (as much longer as its stream's learned
+    costs at the two counts say) still ends by its deadline: alone, a stream far ahead of its listener
+    leaves a core free, so a caller who arrives meanwhile starts at once, without waiting for that
+    window or stopping it. A job whose deadline is nearer, and a first audio, keep every core; so does
+    a job whose planned thread count is not known."""
+    from voxserve.engines.onnx import current_thread_budget
+
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
+    try:
+        with pool.streaming(need=_heavy) as alone:
+            now = time.monotonic()
+            # 1.0 s planned on two threads is 0.8 / 0.45 * 1.0 = 1.78 s on one
+            far, near = now + 2.0, now + 1.5
+            assert await pool.run(current_thread_budget, deadline=far, cost=1.0, stream=alone, threads=2) == 1
+            assert await pool.run(current_thread_budget, deadline=near, cost=1.0, stream=alone, threads=2) == 2
+            assert await pool.run(current_thread_budget, deadline=now + 2.0, cost=1.0, stream=alone) == 2
+            first = pool.run(
+                current_thread_budget, deadline=now + 2.0, cost=1.0, playing=False, stream=alone, threads=2
+            )
+            assert await first == 2
+            started, release = threading.Event(), threading.Event()
+
+            def window() -> int | None:
+                started.set()
+                release.wait(5)
+                return current_thread_budget()
+
+            ahead = asyncio.ensure_future(
+                pool.run(window, deadline=time.monotonic() + 10, cost=1.0, stream=alone, threads=2)
+            )
+            await asyncio.to_thread(started.wait, 5)
+            with pool.streaming(need=_heavy) as newcomer:
+                began = time.monotonic()
+                assert await pool.run(current_thread_budget, cost=0.2, playing=False, stream=newcomer) == 1
+                assert time.monotonic() - began < 1.0  # it did not wait for the window
+            release.set()
+            assert await ahead == 1
+        assert pool.preemptions == 0
+    finally:
+        pool.close()
+
+
 async def test_a_heavy_streams_job_waits_for_a_light_ones_short_job_rather_than_start_narrow() -> None:
     """Beside a light stream, a heavy one keeps every core; when the light stream's short job holds one,
     the heavy stream's window waits for it and runs on both, done sooner than on one core. Not when the

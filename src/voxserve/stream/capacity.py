@@ -177,13 +177,15 @@ class Pricing:
             return share * self.meter.factor
         return share * ramp_factor(costs, self._first_s, self._largest_s, self._cores)
 
-    def delivered(self, engine: str, audio_s: float) -> None:
+    def delivered(self, engine: str, audio_s: float, threads: int | None = None) -> None:
         """A stream of ``engine`` delivered ``audio_s`` of audio: the core-seconds its largest windows
-        would take at the thread level the pool gives its jobs now, to the meter. Fewer streams than
-        cores decode wider than the one thread each that admission books under load; booked at their own
-        level, their jobs still tell the meter what streams cost beyond their windows' fit, so a lone
-        stream teaches it as well as a crowd."""
-        level = self._threads_now() or self._cores
+        would take at the thread level its jobs ran at (``threads``; None: the one the pool gives a
+        stream's jobs now), to the meter. Fewer streams than cores decode wider than the one thread each
+        that admission books under load; booked at their own level, their jobs still tell the meter what
+        streams cost beyond their windows' fit, so a lone stream teaches it as well as a crowd. A stream
+        well ahead decodes on fewer threads than its share (:meth:`~voxserve.stream.sharing.CoreSharing._enough`),
+        and is booked at those."""
+        level = threads or self._threads_now() or self._cores
         cost = next((c for c in self.costs(engine) if c.threads == level), None)
         if cost is not None:
             self.meter.delivered(audio_s * cost.cores_per_stream(self._largest_s))

@@ -31,6 +31,7 @@ class Job:
     cost: float = field(default=0.0, compare=False)  # expected seconds of work
     stream: ActiveStream | None = field(default=None, compare=False)  # whose audio it makes
     first: bool = field(default=False, compare=False)  # a new stream's first audio
+    threads: int | None = field(default=None, compare=False)  # what ``cost`` is planned at (None: not known)
 
     def late(self, now: float) -> bool:
         """Whether the job's latest start has passed."""
@@ -70,10 +71,12 @@ class Hold:
         job: Job,
         threads: int | None,
         late: bool,
+        cost: float | None = None,
     ) -> None:
         self._cond, self._resume = cond, resume
         self.job, self.threads, self.late = job, threads, late
-        self.cost = job.cost  # expected seconds of its work at ``threads`` (made again after a stop: see below)
+        # expected seconds of its work at ``threads`` (default: the job's; made again after a stop: see below)
+        self.cost = job.cost if cost is None else cost
         self.started = time.monotonic()
         self.armed: ort.RunOptions | None = None  # the model call in flight
         self.asked = False  # the pool wants this job's cores

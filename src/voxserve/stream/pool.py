@@ -11,8 +11,9 @@ queued at once (:meth:`~voxserve.stream.sharing.CoreSharing._gives_way`).
 
 With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), jobs share the cores instead of each
 taking all of them: a job runs with the widest thread count in ``levels`` that fits both the cores
-free now and an equal share of the cores among the streams producing audio, and waits while no core
-is free. The rules for sharing them live in :mod:`voxserve.stream.sharing`.
+free now and an equal share of the cores among the streams producing audio (fewer, when fewer still
+get it done by its deadline), and waits while no core is free. The rules for sharing them live in
+:mod:`voxserve.stream.sharing`.
 
 A job that would be late by waiting for a core may stop running jobs that can afford it: those whose
 deadline still leaves room for the late job's work and their own again. The pool stops such a job's
@@ -161,6 +162,7 @@ class WorkerPool(CoreSharing):
         cost: float = 0.0,
         playing: bool = True,
         stream: ActiveStream | None = None,
+        threads: int | None = None,
     ) -> T:
         """Run ``fn()`` on a worker when its turn comes: least time to spare first.
 
@@ -169,12 +171,15 @@ class WorkerPool(CoreSharing):
         before it; a new stream's first audio (not ``playing``) is due on arrival and can only start
         then, so it never overtakes a playing stream whose listener needs audio sooner. A job that
         would start late may stop running jobs that can afford it (see the module docstring).
-        ``stream`` names the stream the job makes audio for (see :meth:`hold_limit`)."""
+        ``stream`` names the stream the job makes audio for (see :meth:`hold_limit`), and ``threads`` the
+        thread count ``cost`` was planned at (None: not known; then it runs on its share of the cores,
+        never on fewer threads to leave a core free: see :meth:`_enough`)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         due = deadline if deadline is not None else time.monotonic()
         cost = max(cost, 0.0)
-        job = Job(due - cost if playing else due, next(self._seq), fn, loop, future, due, cost, stream, not playing)
+        start_by = due - cost if playing else due
+        job = Job(start_by, next(self._seq), fn, loop, future, due, cost, stream, not playing, threads)
         with self._cond, self._reads:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
@@ -194,6 +199,8 @@ class WorkerPool(CoreSharing):
             return  # a new stream held back for thin streams takes no one's cores
         ahead = [j for j in self._heap if j is not job and (j.start_by, j.seq) < (job.start_by, job.seq)]
         want = self._overdue_level(self.cores, self._overdue(now)) if job.overdue(now) else 1
+        if job.first:  # it takes no more than its equal share (:meth:`_threads_for`): stop no more for it
+            want = min(want, self._level(self.cores))
         coming = self._free + sum(h.threads or 0 for h in self._running if h.asked) - len(ahead)
         if coming >= want:
             return
@@ -285,7 +292,7 @@ class WorkerPool(CoreSharing):
                 now = time.monotonic()
                 threads = self._threads_for(job, job.overdue(now))
                 self._free -= threads or 0
-                hold = Hold(self._cond, self._resume, job, threads, job.late(now))
+                hold = Hold(self._cond, self._resume, job, threads, job.late(now), self._cost_at(job, threads))
                 self._running.append(hold)
             setter: Callable[[asyncio.Future[Any], Any], None]
             try:

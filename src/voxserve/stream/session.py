@@ -1,9 +1,8 @@
 """The streaming synthesis session: text in (whole or in fragments), audio chunks out.
 
-One session per utterance. ``push_text`` may be called any number of times with fragments (LLM
-tokens); complete sentences/clauses are synthesized as soon as they are known, the first one kept
-short so first audio comes early. ``flush`` speaks what is buffered now; ``close`` ends the input;
-``cancel`` stops work promptly. ``async for chunk in session`` yields :class:`~voxserve.types.AudioChunk` values.
+One session per utterance. ``push_text`` takes fragments (LLM tokens) any number of times; sentences
+and clauses are spoken once known, the first kept short for early first audio. ``flush`` speaks what is
+buffered; ``close`` ends the input; ``cancel`` stops work. ``async for chunk in session`` yields chunks.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import numpy as np
 from voxserve.audio.joiner import Joiner
 from voxserve.audio.loudness import LoudnessNormalizer
 from voxserve.engines.base import Engine
-from voxserve.engines.onnx import RunControl
+from voxserve.engines.onnx import RunControl, current_thread_budget
 from voxserve.engines.preemption import work_timer
 from voxserve.errors import Cancelled, InvalidInput
 from voxserve.limits import check_input_length
@@ -55,10 +54,11 @@ class SynthesisSession:
         params: SynthesisParams,
         lang: str,
         config: SessionConfig,
-        on_audio: Callable[[float], None] | None = None,
+        on_audio: Callable[[float, int | None], None] | None = None,
     ) -> None:
         self.engine = engine
-        self._on_audio = on_audio  # told the seconds of each piece of audio delivered
+        self._on_audio = on_audio  # told the seconds of each piece of audio delivered, and the threads
+        self._threads: int | None = None  # the last job that made audio ran with
         self.params = params
         self.lang = lang
         self.sample_rate = engine.sample_rate
@@ -254,20 +254,22 @@ class SynthesisSession:
     async def _timed(self, fn: object, cost: float = 0.0) -> object:
         """Run ``fn`` on the pool with this stream's deadline and its expected ``cost`` (seconds)."""
 
-        def run() -> tuple[object, float, float]:
+        def run() -> tuple[object, float, float, int | None]:
             with work_timer() as spent:  # less any wait for cores after a preemption
                 result = fn()  # type: ignore[operator]
             if isinstance(result, EngineAudio):
                 self._windows.made(len(result.samples) / self.sample_rate)
-            return result, spent(), time.monotonic()
+            return result, spent(), time.monotonic(), current_thread_budget()
 
-        playing = self._clock.playing
+        playing, planned = self._clock.playing, self._windows.budget()[1]  # the pool may run it on fewer
         if not playing:
             self._pool.margin.expect(cost)
-        result, spent, done = await self._pool.run(
-            run, deadline=self._deadline(), cost=cost, playing=playing, stream=self._stream
+        result, spent, done, threads = await self._pool.run(
+            run, deadline=self._deadline(), cost=cost, playing=playing, stream=self._stream, threads=planned
         )
-        self._pool.margin.ran(spent, cost, first=not playing, landed_s=time.monotonic() - done)
+        self._threads = threads if isinstance(result, EngineAudio) else self._threads
+        cost, landed = self._windows.cost_at(cost, planned, threads), time.monotonic() - done
+        self._pool.margin.ran(spent, cost, first=not playing, landed_s=landed)
         self._compute_s += spent
         return result
 
@@ -368,7 +370,7 @@ class SynthesisSession:
     async def _emit(self, audio: FloatAudio, final: bool = False) -> None:
         """Cut ``audio`` into chunks of about ``chunk_ms`` and queue them with the words they start."""
         if self._on_audio is not None and len(audio):
-            self._on_audio(len(audio) / self.sample_rate)
+            self._on_audio(len(audio) / self.sample_rate, self._threads)
         step = max(1, int(self.sample_rate * self._config.chunk_ms / 1000))
         parts = [audio[pos : pos + step] for pos in range(0, len(audio), step)] or [audio]
         for n, part in enumerate(parts):

@@ -4,7 +4,9 @@ worker starts, with how many threads, and how long a running job may hold its co
 With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), a job runs with the widest thread count
 in ``levels`` that fits both the cores free now and its stream's fair share of the cores among the
 streams producing audio, and waits while no core is free. One stream alone decodes on every core; two
-on two cores decode side by side, one core each. Shares follow what the streams need
+on two cores decode side by side, one core each. But a job whose work on fewer threads still ends by its
+deadline runs on fewer (:meth:`CoreSharing._enough`): a stream alone and well ahead of its listener
+leaves a core free for a caller who arrives meanwhile. Shares follow what the streams need
 (:meth:`CoreSharing._count`): beside a stream that needs a tenth of the cores it needs (a Piper voice
 beside a Kokoro one), a stream decodes as if it were nearly alone, not on half the cores, while no
 other stream needs a core before its job is done (:meth:`CoreSharing._fair`), and waits a moment for
@@ -34,9 +36,7 @@ past its latest start (:meth:`CoreSharing._gives_way`): a first audio is never s
 
 The state lives here and is guarded by the pool's lock (``_cond``); every method named with a leading
 underscore is called with it held. One decision (which job starts, with how many threads, how long a
-window may hold its cores) reads each stream's need and spare once (:class:`~voxserve.stream.jobs.Reads`):
-a stream's spare asks the pool for its own share, so reading them afresh at every step would cost the
-square of the streams at each of the several steps a decision takes.
+window may hold its cores) reads each stream's need and spare once (:class:`~voxserve.stream.jobs.Reads`).
 """
 
 from __future__ import annotations
@@ -259,12 +259,33 @@ class CoreSharing:
         another stream needing one meanwhile (:meth:`_room`): a light stream's next window is often due
         soon after its last, and would otherwise wait for the whole of the heavy one's. Else it takes
         the equal share, and the light streams keep a core."""
+        start = now if start is None else start
         equal = self._level(free, len(self._producing(now)))
         need = self._need(job.stream) if job.stream is not None else None
         wide = self._level(free, self._counted(need, False, now))
-        if wide <= equal or self._room(job, wide, now if start is None else start, now):
-            return wide
-        return equal
+        return self._enough(job, wide if wide <= equal or self._room(job, wide, start, now) else equal, start)
+
+    def _enough(self, job: Job, threads: int, start: float) -> int:
+        """The fewest threads, up to ``threads``, that get ``job`` done by its deadline if started at
+        ``start`` (:meth:`_cost_at`); ``threads`` for a first audio or a job of unknown cost (lock held).
+
+        A stream well ahead of its listener gains only a lead it cannot use (it is paced) from every
+        core, where its window would keep a caller who arrives meanwhile waiting, or be stopped for it
+        (its work thrown away). On fewer it leaves that caller a core, and does more per core-second."""
+        if job.first or job.threads is None or job.cost <= 0 or threads <= 1:
+            return threads
+        for fewer in sorted(n for n in self._levels if n < threads):
+            if start + self._cost_at(job, fewer) <= job.due:
+                return fewer
+        return threads
+
+    def _cost_at(self, job: Job, threads: int | None) -> float:
+        """``job``'s expected work at ``threads`` threads: its cost (planned at ``job.threads``) scaled by
+        its stream's learned work per audio second at the two counts, if known (lock held)."""
+        if threads is None or job.threads is None or threads == job.threads or job.stream is None:
+            return job.cost
+        planned, own = self._need(job.stream, job.threads), self._need(job.stream, threads)
+        return job.cost * own / planned if planned and own else job.cost
 
     def _room(self, job: Job, threads: int, start: float, now: float) -> bool:
         """Whether ``job`` can hold ``threads`` cores from ``start`` for its expected cost without another

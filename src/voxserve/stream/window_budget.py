@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 
 from voxserve.engines.base import Engine
+from voxserve.engines.onnx import current_thread_budget
 from voxserve.stream.jobs import ActiveStream
 from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
@@ -117,6 +118,8 @@ class WindowPlanner:
         (None without shared cores), and the load; ``held``: once the new streams held back for thin
         ones run too (:meth:`~voxserve.stream.pool.WorkerPool.share`)."""
         threads, load = self.pool.share(held, self.need())
+        running = current_thread_budget()  # on a worker, cutting the window it decodes now: its threads
+        threads = running if running is not None and threads is not None else threads
         learned = self.engine.window_cost
         return (learned.fit(threads) if learned is not None else None), threads, load
 
@@ -133,6 +136,14 @@ class WindowPlanner:
             return None
         a, b = cost
         return b + a / self.config.max_window_s
+
+    def cost_at(self, cost: float, planned: int | None, threads: int | None) -> float:
+        """A job's expected ``cost`` planned at ``planned`` threads, at ``threads`` instead: scaled by this
+        stream's learned work per audio second at the two counts (as planned when either is unknown)."""
+        if planned is None or threads is None or planned == threads:
+            return cost
+        was, now = self.need(planned), self.need(threads)
+        return cost * now / was if was and now else cost
 
     def plan(self, stream: ActiveStream | None = None) -> tuple[float | None, Callable[[], float | None] | None]:
         """The next segment's first window (``None``: the largest) and what sizes the windows after it
