@@ -185,6 +185,13 @@ def first_late(free_at: list[float], queue: list[Job]) -> Job | None:
     return None
 
 
+def cost_at(cost: float, planned: float | None, own: float | None) -> float:
+    """A job's expected ``cost`` planned where its stream's learned work per audio second is ``planned``
+    (at the thread count it was planned at), where that work is ``own`` (at another count): as much longer
+    or shorter; as planned when either is not known."""
+    return cost * own / planned if planned and own else cost
+
+
 def nearest_level(levels: list[int], free: int, share: int) -> int:
     """The thread level within ``free`` cores nearest to ``share`` (by ratio), for a job that is late.
     Rounding down would leave cores idle while it is late: with levels (16, 4, 1), five late jobs share

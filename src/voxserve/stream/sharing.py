@@ -46,7 +46,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from voxserve.stream.jobs import ActiveStream, Hold, Job, Reads, first_late, first_shortfall, nearest_level
+from voxserve.stream.jobs import ActiveStream, Hold, Job, Reads, cost_at, first_late, first_shortfall, nearest_level
 
 # How long a new stream's first audio may wait for thin streams, in its own expected work after its arrival.
 # In a burst, the streams that just got their first window are all thin at once, and each newcomer let go
@@ -284,8 +284,7 @@ class CoreSharing:
         its stream's learned work per audio second at the two counts, if known (lock held)."""
         if threads is None or job.threads is None or threads == job.threads or job.stream is None:
             return job.cost
-        planned, own = self._need(job.stream, job.threads), self._need(job.stream, threads)
-        return job.cost * own / planned if planned and own else job.cost
+        return cost_at(job.cost, self._need(job.stream, job.threads), self._need(job.stream, threads))
 
     def _room(self, job: Job, threads: int, start: float, now: float) -> bool:
         """Whether ``job`` can hold ``threads`` cores from ``start`` for its expected cost without another

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from voxserve.engines.base import Engine
 from voxserve.engines.onnx import current_thread_budget
-from voxserve.stream.jobs import ActiveStream
+from voxserve.stream.jobs import ActiveStream, cost_at
 from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
 from voxserve.stream.session_config import SessionConfig
@@ -116,9 +116,10 @@ class WindowPlanner:
     def budget(self, held: bool = False) -> tuple[tuple[float, float] | None, int | None, float]:
         """The engine's learned window cost at the threads this stream's jobs get now, those threads
         (None without shared cores), and the load; ``held``: once the new streams held back for thin
-        ones run too (:meth:`~voxserve.stream.pool.WorkerPool.share`)."""
+        ones run too (:meth:`~voxserve.stream.pool.WorkerPool.share`). On a worker, cutting the window
+        its job decodes, the threads that job runs with: the pool may give a job fewer than its share."""
         threads, load = self.pool.share(held, self.need())
-        running = current_thread_budget()  # on a worker, cutting the window it decodes now: its threads
+        running = current_thread_budget()
         threads = running if running is not None and threads is not None else threads
         learned = self.engine.window_cost
         return (learned.fit(threads) if learned is not None else None), threads, load
@@ -142,8 +143,7 @@ class WindowPlanner:
         stream's learned work per audio second at the two counts (as planned when either is unknown)."""
         if planned is None or threads is None or planned == threads:
             return cost
-        was, now = self.need(planned), self.need(threads)
-        return cost * now / was if was and now else cost
+        return cost_at(cost, self.need(planned), self.need(threads))
 
     def plan(self, stream: ActiveStream | None = None) -> tuple[float | None, Callable[[], float | None] | None]:
         """The next segment's first window (``None``: the largest) and what sizes the windows after it
