@@ -208,7 +208,7 @@ async def test_a_stream_with_time_to_spare_decodes_on_fewer_cores_and_leaves_one
         with pool.streaming(need=_heavy) as alone:
             now = time.monotonic()
             # 1.0 s planned on two threads is 0.8 / 0.45 * 1.0 = 1.78 s on one
-            far, near = now + 2.0, now + 1.5
+            far, near = now + 5.0, now + 1.5  # 1.78 s fits before the far one even if started late
             assert await pool.run(current_thread_budget, deadline=far, cost=1.0, stream=alone, threads=2) == 1
             assert await pool.run(current_thread_budget, deadline=near, cost=1.0, stream=alone, threads=2) == 2
             assert await pool.run(current_thread_budget, deadline=now + 2.0, cost=1.0, stream=alone) == 2
