@@ -107,7 +107,7 @@ async def test_a_cold_server_books_streams_at_their_first_jobs_cost_until_a_lone
         assert config.first_window_s < config.max_window_s
         cold = rt.stream_share("piper")
         assert cold is not None and cold > 1.05 * share
-        clock = await listen(rt, "en_US-joe-medium", 0.0)  # alone: its jobs get every core
+        clock = await listen(rt, "en_US-joe-medium", 0.0)  # alone: every core until it is ahead
         assert clock.audio_s > 6.0
         assert rt._pricing is not None and rt._pricing.meter.samples >= 1
         after = rt.window_share("piper")
