@@ -1,5 +1,6 @@
 """WorkerPool preemption with real ONNX Runtime calls: an urgent job (a stream's first audio) stops a
-call of a job that has time to spare, and that call is made again later with the same result."""
+call of a job that has time to spare, and that call is made again later with the same result; and a
+reading far ahead, on one core, leaves the other to a caller, so that nothing need be stopped."""
 
 from __future__ import annotations
 
@@ -216,8 +217,9 @@ READING_PAUSE_MS = 5000
 class Interruption:
     """A reading and a caller of ``runtime`` that record when their first and last chunks came. The
     caller starts once the pool runs a call of the reading that could be stopped for it
-    (:meth:`~voxserve.stream.pool.WorkerPool.stoppable_s`): the moment the test is about, reached by
-    watching for it rather than by timings that hold on one machine only."""
+    (:meth:`~voxserve.stream.pool.WorkerPool.stoppable_s`), or one on a single core (:meth:`speak_when_narrow`):
+    the moment each test is about, reached by watching for it rather than by timings that hold on one
+    machine only."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
