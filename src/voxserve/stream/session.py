@@ -59,11 +59,9 @@ class SynthesisSession:
         self.engine = engine
         self._on_audio = on_audio  # told the seconds of each piece of audio delivered, and the threads
         self._threads: int | None = None  # the last job that made audio ran with
-        self.params = params
-        self.lang = lang
+        self.params, self.lang = params, lang
         self.sample_rate = engine.sample_rate
-        self._frontend = frontend
-        self._pool = pool
+        self._frontend, self._pool = frontend, pool
         self._config = config
         self._segmenter = IncrementalSegmenter(config.first_segment_words, config.max_segment_chars)
         self._joiner = Joiner(engine.sample_rate)

@@ -4,9 +4,8 @@ worker starts, with how many threads, and how long a running job may hold its co
 With ``cores`` and ``levels`` (elastic ONNX sessions, CPU only), a job runs with the widest thread count
 in ``levels`` that fits both the cores free now and its stream's fair share of the cores among the
 streams producing audio, and waits while no core is free. One stream alone decodes on every core; two
-on two cores decode side by side, one core each. But a job whose work on fewer threads still ends by its
-deadline runs on fewer (:meth:`CoreSharing._enough`): a stream alone and well ahead of its listener
-leaves a core free for a caller who arrives meanwhile. Shares follow what the streams need
+on two cores decode side by side, one core each. But a job done in time on fewer threads runs on fewer
+(:meth:`CoreSharing._enough`), leaving a core to a caller who arrives meanwhile. Shares follow what the streams need
 (:meth:`CoreSharing._count`): beside a stream that needs a tenth of the cores it needs (a Piper voice
 beside a Kokoro one), a stream decodes as if it were nearly alone, not on half the cores, while no
 other stream needs a core before its job is done (:meth:`CoreSharing._fair`), and waits a moment for
@@ -274,10 +273,8 @@ class CoreSharing:
         (its work thrown away). On fewer it leaves that caller a core, and does more per core-second."""
         if job.first or job.threads is None or job.cost <= 0 or threads <= 1:
             return threads
-        for fewer in sorted(n for n in self._levels if n < threads):
-            if start + self._cost_at(job, fewer) <= job.due:
-                return fewer
-        return threads
+        fewer = (n for n in sorted(self._levels) if n < threads and start + self._cost_at(job, n) <= job.due)
+        return next(fewer, threads)
 
     def _cost_at(self, job: Job, threads: int | None) -> float:
         """``job``'s expected work at ``threads`` threads: its cost (planned at ``job.threads``) scaled by
