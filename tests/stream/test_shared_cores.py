@@ -38,7 +38,8 @@ async def test_two_streams_decode_side_by_side_on_a_core_each(
     narrow_before, wide_before = cost.recorded(1), cost.recorded(cores)
 
     alone = await speak(runtime, TEXTS[0])
-    assert cost.recorded(1) == narrow_before and cost.recorded(cores) > wide_before  # alone: every core
+    assert cost.recorded(cores) > wide_before  # alone: every core while it has little audio ahead
+    narrow_before = cost.recorded(1)  # (and one once it is ahead: CoreSharing._enough)
 
     wide_before = cost.recorded(cores)
     audios = await asyncio.gather(*(speak(runtime, text) for text in TEXTS))
