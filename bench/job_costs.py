@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--voice", default="af_heart")
     parser.add_argument("--concurrency", default="1")
     parser.add_argument("--duration", default="60")
+    parser.add_argument("--text-set", default="short", help="the bench's texts: short, long, zh, ja")
     parser.add_argument("--port", type=int, default=18500)
     parser.add_argument("--output", default="bench-results/job-costs")
     args = parser.parse_args()
@@ -89,6 +90,7 @@ def main() -> None:
     state, _, server = start_server(args.port)
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
     command += ["--voice", args.voice, "--concurrency", args.concurrency, "--duration", args.duration]
+    command += ["--text-set", args.text_set]
     out = subprocess.run([*command, "--output", args.output], capture_output=True, text=True).stdout
     print(out[out.find(f"{args.voice}\n") :] if f"{args.voice}\n" in out else out[-2000:])
 
@@ -104,9 +106,10 @@ def main() -> None:
 
     cost = state.runtime.engine_for(args.voice).window_cost
     print("decoder windows: decode time / the fit now, by decoded seconds (context included)")
-    for threads in sorted(cost._samples, key=lambda t: t or 0) if cost is not None else []:
+    levels = state.runtime._thread_levels if cost is not None else ()
+    for threads in levels:
         fit = cost.fit(threads)
-        samples = np.array(cost._samples[threads], dtype=np.float64).reshape(-1, 2)
+        samples = cost.windows.samples(threads)
         if fit is None or not len(samples):
             continue
         a0, b = fit[0] - 2 * cost.context_s * fit[1], fit[1]
@@ -115,6 +118,14 @@ def main() -> None:
             if len(chosen):
                 ratios = list(chosen[:, 1] / (a0 + b * chosen[:, 0]))
                 print(f"  {threads} threads, {low:.1f}-{high:.1f} s: {len(chosen):4d} | {_ratios(ratios)}")
+    print("segment fronts: front time / the front priced now, by phoneme characters")
+    for threads in levels:
+        fronts = cost.fronts.samples(threads)
+        for low, high in ((0, 60), (60, 120), (120, np.inf)):
+            chosen = fronts[(fronts[:, 0] >= low) & (fronts[:, 0] < high)]
+            if len(chosen):
+                ratios = [seconds / (cost.front(int(size), threads) or np.inf) for size, seconds in chosen]
+                print(f"  {threads} threads, {low}-{high} phonemes: {len(chosen):4d} | {_ratios(ratios)}")
     if stats:
         print("sentence statistics: frames, threads, seconds (every sixth)")
         for frames, threads, seconds in sorted(stats)[:: max(1, len(stats) // 6)]:

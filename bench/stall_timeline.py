@@ -46,8 +46,9 @@ from bench.in_process import start_server
 from voxserve.benchmark.stats import percentile
 from voxserve.engines.onnx import current_thread_budget
 from voxserve.stream import session as session_module
-from voxserve.stream.jobs import Job
+from voxserve.stream.jobs import Hold, Job
 from voxserve.stream.playback import PlaybackClock
+from voxserve.stream.pool import WorkerPool
 from voxserve.stream.sharing import CoreSharing
 
 Event = tuple[float, str]
@@ -207,6 +208,17 @@ def _watch(timelines: _Timelines) -> None:
         return until
 
     CoreSharing._waits = held  # type: ignore[method-assign,assignment]
+    resume = WorkerPool._resume
+
+    def stopped(pool: WorkerPool, hold: Hold) -> None:
+        was, at = hold.threads, time.monotonic()
+        resume(pool, hold)
+        key = timelines.pooled.get(id(hold.job.stream))
+        if key is not None:
+            line = f"stopped on {was} threads, readmitted +{time.monotonic() - at:.3f} on {hold.threads}"
+            timelines.add(key, at, f"{line}, expected {hold.cost:.3f} s")
+
+    WorkerPool._resume = stopped  # type: ignore[method-assign,assignment]
 
 
 def main() -> None:

@@ -157,7 +157,9 @@ class FakeEngine:
             next_size=w.sizer(next_window_s, FRAME_S),
         )
         if self.work_seconds(None) > 0:
-            self._work(None, control)
+            with work_timer() as spent:
+                self._work(None, control)
+            self._cost.record_front(len(phonemes), spent(), current_thread_budget())
         for i, window in enumerate(windows):
             decoded_s = (window.ctx_end - window.ctx_start) * FRAME_S
             with work_timer() as spent:

@@ -288,7 +288,7 @@ class SynthesisSession:
             )
         )
         # the segment's front and first window follow at once: its phonemes are due that much sooner
-        segments = await self._timed(phonemize, self._windows.segment_cost())
+        segments = await self._timed(phonemize, self._windows.segment_cost(len(text_segment.text)))
         assert isinstance(segments, list)
         if self.params.word_timings and not self.params.phoneme_input:
             self._source.segment(text_segment.text, [w.text for segment in segments for w in segment.words])
@@ -297,7 +297,7 @@ class SynthesisSession:
             await self._speak_windows(segment, text_segment.boundary if last else segment.boundary, last)
 
     async def _speak_windows(self, segment: PhonemeSegment, boundary: str, ends_text: bool) -> None:
-        first_window, next_window = self._windows.plan(self._stream)
+        first_window, next_window = self._windows.plan(self._stream, len(segment.phonemes))
         pieces: Iterator[EngineAudio] = self.engine.stream(
             segment.phonemes,
             self.params.voice,
@@ -315,7 +315,8 @@ class SynthesisSession:
                 if self._cancelled:
                     raise Cancelled("session cancelled")
                 window = first_window if starts else (next_window() if next_window is not None else None)
-                piece = await self._timed(lambda: next(pieces, None), self._windows.job_cost(window, starts))
+                cost = self._windows.job_cost(window, starts, len(segment.phonemes))
+                piece = await self._timed(lambda: next(pieces, None), cost)
                 starts = False
                 if piece is None:
                     break
