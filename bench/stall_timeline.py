@@ -11,8 +11,12 @@ stream's jobs that ran in the ``--before`` seconds before it ran dry.
 
     .venv/bin/python -m bench.stall_timeline --concurrency 8,12,16 --ramp 0
 
-``--slow-firsts N`` prints the same for the N slowest first audios: the stream's jobs until its first
-audio, and every other stream's jobs from ``--before`` seconds before its first job.
+``--slow-jobs N`` prints the N jobs that ran longest against the cost they were planned with (a job the
+pool runs on fewer threads than planned takes longer by design: ``CoreSharing._enough``), each with its
+stream's events meanwhile (a job stopped for another stream's first audio says when it was readmitted)
+and the other streams' jobs. ``--slow-firsts N`` prints, as for stalls, the N slowest first audios: the
+stream's jobs until its first audio, and every other stream's jobs from ``--before`` seconds before
+its first job.
 
 Before them, where each stream's first audio went, from the session's first job to the first audio: the
 time its jobs waited for a core, worked, and spent between jobs (planning, delivery, the event loop), as
@@ -73,6 +77,7 @@ class _Timelines:
         self.runs: dict[int, list[tuple[float, float, float]]] = collections.defaultdict(list)  # submitted, start, end
         self.first_audio: dict[int, float] = {}  # when each stream's first audio reached its listener
         self.held_first: set[int] = set()  # streams whose first audio was held back for thin ones
+        self.slow: list[tuple[float, int, float, float]] = []  # every job: wall / cost, stream, start, end
         self.pooled: dict[int, int] = {}  # the id of a session's stream in the pool, to its key (set per job)
         self.t0 = time.monotonic()
 
@@ -82,6 +87,7 @@ class _Timelines:
         self.runs.clear()
         self.first_audio.clear()
         self.held_first.clear()
+        self.slow.clear()
         self.t0 = time.monotonic()
 
     def add(self, key: int, at: float, line: str) -> None:
@@ -191,6 +197,8 @@ def _watch(timelines: _Timelines) -> None:
                 timelines.jobs.append((ran["start"] - timelines.t0, ran["end"] - timelines.t0, _key(self._clock), what))
                 if cost > 0.05:
                     timelines.held[self.sample_rate, ran.get("threads")].append((ran["end"] - ran["start"]) / cost)
+                    start, end = ran["start"] - timelines.t0, ran["end"] - timelines.t0
+                    timelines.slow.append(((end - start) / cost, _key(self._clock), start, end))
             timelines.add(
                 _key(self._clock),
                 submitted,
@@ -237,6 +245,13 @@ def main() -> None:
         default=0,
         help="the slowest first audios whose streams' jobs and the others' are printed",
     )
+    parser.add_argument(
+        "--slow-jobs",
+        dest="slow_jobs",
+        type=int,
+        default=0,
+        help="the jobs longest against their expected cost whose stream's events and the others' jobs are printed",
+    )
     parser.add_argument("--before", type=float, default=1.5, help="seconds of other jobs shown before a stall")
     parser.add_argument("--text-set", dest="text_set", default="short", help="the bench's texts (short, long, ...)")
     parser.add_argument("--port", type=int, default=18400)
@@ -278,6 +293,11 @@ def main() -> None:
         print("\n".join(f"{at:8.3f}  {line}" for at, line in sorted(timelines.events[key]) if at <= heard))
         print(f"  other streams' jobs from {args.before} s before its first job to its first audio:")
         print("\n".join(f"    {job}" for job in timelines.others(key, since - args.before, heard)))
+    for ratio, key, start, end in sorted(timelines.slow, reverse=True)[: args.slow_jobs]:
+        print(f"----- a job at {ratio:.2f} times its expected cost (margin included), at {timelines.rates.get(key)} Hz")
+        print("\n".join(f"{at:8.3f}  {line}" for at, line in sorted(timelines.events[key]) if start - 1 <= at <= end))
+        print("  other streams' jobs meanwhile:")
+        print("\n".join(f"    {job}" for job in timelines.others(key, start, end)))
     server.should_exit = True
 
 
