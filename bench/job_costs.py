@@ -3,16 +3,19 @@
 The server runs in this process (``bench.in_process``); ``voxserve bench`` loads it from a subprocess.
 Every session's pool jobs are wrapped (``SynthesisSession._timed``): for each, its place in its stream
 (0: the text's phonemes, 1: the segment's front and first window, 2: the next window, ...), the threads
-it ran with, its wall time, the cost the planner gave it less the planner's margin, and the audio the
-listener had received when it was submitted. The table gives, per place, the median, P90 and largest
-wall time over planned cost: a window whose job takes more than the margin (1.5) over its plan comes
-after its listener ran dry when the listener had only that much ahead.
+it ran with, its wall time, the cost the planner gave it less the planner's margin (at the threads it
+ran with: a job the pool runs on fewer threads than planned is priced there as the pool prices it,
+``jobs.cost_at``), and the audio the listener had received when it was submitted. The table gives, per
+place, the median, P90 and largest wall time over that cost: a window whose job takes more than the
+margin (1.5) over it comes after its listener ran dry when the listener had only that much ahead.
 
 Then the decoder window fit itself: each window's decode time over the engine's fit now (the samples it
-was fitted from), by decoded size; and the time of Kokoro's whole-sentence statistics, which a window's
-job runs before it and no window cost counts (``KokoroStreamer.sentence_frame_stats``).
+was fitted from), by decoded size; the fits; each segment's front against the front the engine prices
+now (``WindowCost.front``); and the time of Kokoro's whole-sentence statistics, part of the front
+(``KokoroStreamer.sentence_frame_stats``).
 
     .venv/bin/python -m bench.job_costs --voice af_heart --concurrency 1 --duration 120
+    .venv/bin/python -m bench.job_costs --voice af_heart --concurrency 3 --duration 90 --text-set long
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from voxserve.engines.onnx import current_thread_budget
 from voxserve.stream import session as session_module
 from voxserve.stream.window_budget import MARGIN
 
-Job = tuple[int | None, float, float, float]  # threads, planned cost (no margin), wall seconds, audio received
+Job = tuple[int | None, float, float, float]  # threads, expected cost there (no margin), wall seconds, audio received
 
 
 def _watch(jobs: dict[int, list[Job]], stats: list[tuple[int, int | None, float]]) -> None:
@@ -50,9 +53,11 @@ def _watch(jobs: dict[int, list[Job]], stats: list[tuple[int, int | None, float]
             finally:
                 ran["wall"] = time.monotonic() - start
 
+        planned = self._windows.budget()[1]  # the threads the session plans it at (the pool may narrow it)
         result = await timed(self, run, cost)
-        if cost > 0:
-            jobs[id(self)].append((ran["threads"], cost / MARGIN, ran["wall"], self._clock.audio_s))
+        if cost > 0:  # its cost at the threads it ran with, as the pool priced it there (jobs.cost_at)
+            expected = self._windows.cost_at(cost, planned, ran["threads"]) / MARGIN
+            jobs[id(self)].append((ran["threads"], expected, ran["wall"], self._clock.audio_s))
         return result
 
     session_module.SynthesisSession._timed = traced  # type: ignore[method-assign]
@@ -118,14 +123,22 @@ def main() -> None:
             if len(chosen):
                 ratios = list(chosen[:, 1] / (a0 + b * chosen[:, 0]))
                 print(f"  {threads} threads, {low:.1f}-{high:.1f} s: {len(chosen):4d} | {_ratios(ratios)}")
-    print("segment fronts: front time / the front priced now, by phoneme characters")
+    print("window fits now: threads, a, b, work per audio second of the largest paced windows")
+    largest = state.runtime.session_config().max_window_s
     for threads in levels:
-        fronts = cost.fronts.samples(threads)
+        fit = cost.fit(threads)
+        if fit is not None:
+            print(f"  {threads}: {fit[0]:.3f} + {fit[1]:.3f}/s, {fit[1] + fit[0] / largest:.3f}")
+    print("segment fronts: front time / the front priced now | / one window's fixed part (as before stop 60)")
+    for threads in levels:
+        fronts, fit = cost.fronts.samples(threads), cost.fit(threads)
         for low, high in ((0, 60), (60, 120), (120, np.inf)):
             chosen = fronts[(fronts[:, 0] >= low) & (fronts[:, 0] < high)]
-            if len(chosen):
+            if len(chosen) and fit is not None:
                 ratios = [seconds / (cost.front(int(size), threads) or np.inf) for size, seconds in chosen]
-                print(f"  {threads} threads, {low}-{high} phonemes: {len(chosen):4d} | {_ratios(ratios)}")
+                fixed = list(chosen[:, 1] / fit[0])
+                row = f"{len(chosen):4d} | {_ratios(ratios)} | {_ratios(fixed)}"
+                print(f"  {threads} threads, {low}-{high} phonemes: {row}")
     if stats:
         print("sentence statistics: frames, threads, seconds (every sixth)")
         for frames, threads, seconds in sorted(stats)[:: max(1, len(stats) // 6)]:

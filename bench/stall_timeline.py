@@ -78,6 +78,11 @@ class _Timelines:
         self.first_audio: dict[int, float] = {}  # when each stream's first audio reached its listener
         self.held_first: set[int] = set()  # streams whose first audio was held back for thin ones
         self.slow: list[tuple[float, int, float, float]] = []  # every job: wall / cost, stream, start, end
+        self.stops: dict[int, list[float]] = collections.defaultdict(list)  # when each stream's jobs were stopped
+        self.stopped: list[tuple[bool, bool]] = []  # each stopped job: ended past its deadline, past running dry
+        # each stream's jobs: submitted, started, ended, expected cost, deadline, threads; and where it ran dry
+        self.done: dict[int, list[tuple[float, float, float, float, float, int | None]]] = collections.defaultdict(list)
+        self.dry: list[tuple[int, float, float, float]] = []  # stream, when, audio position, wait
         self.pooled: dict[int, int] = {}  # the id of a session's stream in the pool, to its key (set per job)
         self.t0 = time.monotonic()
 
@@ -88,6 +93,10 @@ class _Timelines:
         self.first_audio.clear()
         self.held_first.clear()
         self.slow.clear()
+        self.stops.clear()
+        self.stopped.clear()
+        self.done.clear()
+        self.dry.clear()
         self.t0 = time.monotonic()
 
     def add(self, key: int, at: float, line: str) -> None:
@@ -100,6 +109,25 @@ class _Timelines:
             for key, ev in self.events.items()
             if any("ran dry" in line for _, line in ev) and rate in (None, self.rates.get(key))
         ]
+
+    def causes(self) -> str:
+        """For each time a listener ran dry, the job whose audio it waited for (the first of its stream
+        to end after that moment): its place in the stream, how long before its deadline it was
+        submitted, how long it waited for a core, and how long it ran against its expected cost
+        (margin included) at the threads it ran with."""
+        rows = ["listeners run dry: position | the job it waited for: place, submitted before its deadline,"]
+        rows.append("  waited for a core, ran / expected cost (margin included), threads")
+        for key, at, position, wait in sorted(self.dry, key=lambda d: d[1]):
+            jobs = self.done.get(key, [])
+            after = [(i, job) for i, job in enumerate(jobs) if job[2] >= at - wait - 1e-3]
+            if not after:
+                continue
+            i, (submitted, start, end, cost, deadline, threads) = after[0]
+            ahead = "never" if deadline == float("inf") else f"{deadline - submitted:+.2f} s"
+            ran = f"{end - start:.2f} / {cost:.2f} s"
+            job = f"job {i}, {ahead}, {start - submitted:.2f} s, {ran}, {threads}"
+            rows.append(f"  {position:6.2f} s, {wait * 1000:4.0f} ms | {job}")
+        return "\n".join(rows)
 
     def held_table(self) -> str:
         """Each job's wall time over its expected cost, by sample rate and threads: how far the costs
@@ -161,6 +189,8 @@ def _watch(timelines: _Timelines) -> None:
         wait = on_audio(clock, now, seconds)
         dry = f"  ran dry at {clock.audio_s - seconds:.2f} s of audio, waited {wait * 1000:.0f} ms" if wait else ""
         timelines.add(_key(clock), now, f"audio {seconds:.3f} s{dry}")
+        if wait:
+            timelines.dry.append((_key(clock), now, clock.audio_s - seconds, wait))
         timelines.first_audio.setdefault(_key(clock), now)
         return wait
 
@@ -168,7 +198,7 @@ def _watch(timelines: _Timelines) -> None:
     timed = session_module.SynthesisSession._timed
 
     async def traced(self: Any, fn: object, cost: float = 0.0) -> object:
-        pool, deadline = self._pool, self._deadline()
+        pool, deadline, dry_at = self._pool, self._deadline(), self._clock.runs_dry_at
         ran: dict[str, Any] = {}
         with pool._cond:
             queued, running, streams = len(pool._heap), len(pool._running), len(pool._streams)
@@ -193,6 +223,11 @@ def _watch(timelines: _Timelines) -> None:
             began, ended = ran.get("start", submitted) - submitted, ran.get("end", submitted) - submitted
             if "start" in ran:
                 timelines.runs[_key(self._clock)].append((submitted, ran["start"], ran["end"]))
+                job = (submitted, ran["start"], ran["end"], cost, deadline, ran.get("threads"))
+                timelines.done[_key(self._clock)].append(job)
+                if any(ran["start"] <= at <= ran["end"] for at in timelines.stops[_key(self._clock)]):
+                    dry = dry_at is not None and ran["end"] > dry_at
+                    timelines.stopped.append((ran["end"] > deadline, dry))
                 what = f"job cost {cost:.3f} due {due} threads {ran.get('threads')}"
                 timelines.jobs.append((ran["start"] - timelines.t0, ran["end"] - timelines.t0, _key(self._clock), what))
                 if cost > 0.05:
@@ -223,6 +258,7 @@ def _watch(timelines: _Timelines) -> None:
         resume(pool, hold)
         key = timelines.pooled.get(id(hold.job.stream))
         if key is not None:
+            timelines.stops[key].append(at)
             line = f"stopped on {was} threads, readmitted +{time.monotonic() - at:.3f} on {hold.threads}"
             timelines.add(key, at, f"{line}, expected {hold.cost:.3f} s")
 
@@ -278,7 +314,10 @@ def main() -> None:
     print(timelines.held_table())
     print(timelines.first_audio_table())
     print(f"model calls stopped for a late job: {state.runtime.pool.preemptions}")
+    late, dry = sum(late for late, _ in timelines.stopped), sum(dry for _, dry in timelines.stopped)
+    print(f"  jobs stopped: {len(timelines.stopped)}, ended past their deadline {late}, after running dry {dry}")
     stalled = timelines.stalled(args.rate)
+    print(timelines.causes())
     print(f"streams {len(timelines.events)}, stalled {len(timelines.stalled())}, shown of them {len(stalled)}")
     for key, events in stalled[: args.show]:
         print(f"----- a stream at {timelines.rates.get(key)} Hz")

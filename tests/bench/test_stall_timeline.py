@@ -54,3 +54,14 @@ def test_the_slowest_first_audios_are_named_slowest_first_with_their_first_jobs_
     assert [key for key, _, _ in slowest] == [2, 1]
     assert slowest[0][1:] == pytest.approx((2.0, 3.2))  # seconds from the start of the load
     assert timelines.slowest_firsts(1) == slowest[:1]
+
+
+def test_a_listener_run_dry_is_put_down_to_the_first_of_its_jobs_to_end_after_that_moment() -> None:
+    timelines = _Timelines()
+    # jobs: submitted, started, ended, expected cost, deadline, threads. The listener ran dry at 2.0 s
+    # (its audio came at 2.3 s, a 300 ms wait): the job that ended at 2.3 s made it; it waited 0.5 s.
+    timelines.done[1] = [(0.0, 0.0, 0.4, 0.5, 0.0, 2), (1.0, 1.5, 2.3, 0.6, 1.8, 1), (2.4, 2.4, 2.8, 0.5, 3.0, 1)]
+    timelines.dry.append((1, 2.3, 1.25, 0.3))
+    timelines.dry.append((2, 5.0, 1.0, 0.1))  # a stream with no job recorded is left out
+    rows = timelines.causes().splitlines()[2:]
+    assert rows == ["    1.25 s,  300 ms | job 1, +0.80 s, 0.50 s, 0.80 / 0.60 s, 1"]
