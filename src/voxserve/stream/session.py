@@ -287,7 +287,7 @@ class SynthesisSession:
                 lexicon=self.params.lexicon,
             )
         )
-        # the segment's front and first window follow at once: its phonemes are due that much sooner
+        # its front and first window follow at once (priced by its characters: no phonemes yet): due that much sooner
         segments = await self._timed(phonemize, self._windows.segment_cost(len(text_segment.text)))
         assert isinstance(segments, list)
         if self.params.word_timings and not self.params.phoneme_input:

@@ -227,14 +227,14 @@ class WindowPlanner:
         self._made = (self.clock.audio_s, audio_s)
 
     def segment_cost(self, phonemes: int | None = None) -> float:
-        """The expected seconds of a new segment's first job (its front, for a segment of ``phonemes``
-        phoneme characters, and a first window), planned now;
-        0 while nothing is learned. The job that phonemizes the segment's text runs just before it, and
-        is ordered by it: ordered by its own few milliseconds, it would wait behind other streams'
-        windows until its listener is about to run dry, and then the front and first window could not
-        be done in time. A new stream's first text is due on arrival whatever it costs, but carries the
-        cost too, so that the pool holds it back for thin streams as it holds the first window
-        (:meth:`~voxserve.stream.sharing.CoreSharing._waits`): a job of no cost would never wait."""
+        """The expected seconds of a new segment's first job (the front of ``phonemes`` phoneme
+        characters, and a first window), planned now; 0 while nothing is learned. The job that
+        phonemizes the segment's text runs just before it, and is ordered by it: ordered by its own few
+        milliseconds, it would wait behind other streams' windows until its listener is about to run
+        dry, and then the front and first window could not be done in time. A new stream's first text
+        is due on arrival whatever it costs, but carries the cost too, so that the pool holds it back
+        for thin streams as it holds the first window (:meth:`~voxserve.stream.sharing.CoreSharing._waits`):
+        a job of no cost would never wait."""
         cost, _, load = self.budget()
         if cost is None:
             return 0.0
