@@ -10,9 +10,10 @@ place, the median, P90 and largest wall time over that cost: a window whose job 
 margin (1.5) over it comes after its listener ran dry when the listener had only that much ahead.
 
 Then the decoder window fit itself: each window's decode time over the engine's fit now (the samples it
-was fitted from), by decoded size; the fits; each segment's front against the front the engine prices
-now (``WindowCost.front``); and the time of Kokoro's whole-sentence statistics, part of the front
-(``KokoroStreamer.sentence_frame_stats``).
+was fitted from), by decoded size; the fits; each Kokoro segment's front (``KokoroStreamer.front`` and
+the sentence's statistics, ``sentence_frame_stats``, all run before its first window) against one
+window's fixed part, which is what the window planner prices it at (``window_budget.front_s``), and
+against a line fitted to the fronts by their length; and the statistics alone.
 
     .venv/bin/python -m bench.job_costs --voice af_heart --concurrency 1 --duration 120
     .venv/bin/python -m bench.job_costs --voice af_heart --concurrency 3 --duration 90 --text-set long
@@ -25,6 +26,7 @@ import collections
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -39,7 +41,10 @@ from voxserve.stream.window_budget import MARGIN
 Job = tuple[int | None, float, float, float]  # threads, expected cost there (no margin), wall seconds, audio received
 
 
-def _watch(jobs: dict[int, list[Job]], stats: list[tuple[int, int | None, float]]) -> None:
+Front = tuple[int, int | None, float]  # a segment's phoneme ids, threads, seconds of its front and statistics
+
+
+def _watch(jobs: dict[int, list[Job]], stats: list[tuple[int, int | None, float]], fronts: list[Front]) -> None:
     """Wrap the session's pool calls and Kokoro's sentence statistics (on the classes: every one is seen)."""
     timed = session_module.SynthesisSession._timed
 
@@ -61,15 +66,29 @@ def _watch(jobs: dict[int, list[Job]], stats: list[tuple[int, int | None, float]
         return result
 
     session_module.SynthesisSession._timed = traced  # type: ignore[method-assign]
-    sentence = kokoro_stream.KokoroStreamer.sentence_frame_stats
+    sentence, run_front = kokoro_stream.KokoroStreamer.sentence_frame_stats, kokoro_stream.KokoroStreamer.front
+    pending = threading.local()  # the front this worker ran last, until its sentence's statistics
+
+    def timed_front(self: Any, token_ids: Any, *args: Any, **kwargs: Any) -> Any:
+        start = time.monotonic()
+        try:
+            return run_front(self, token_ids, *args, **kwargs)
+        finally:
+            pending.front = (len(token_ids), time.monotonic() - start)
 
     def timed_stats(self: Any, front: Any, control: Any = None) -> Any:
         start = time.monotonic()
         try:
             return sentence(self, front, control)
         finally:
-            stats.append((front.frames, current_thread_budget(), time.monotonic() - start))
+            seconds, threads = time.monotonic() - start, current_thread_budget()
+            stats.append((front.frames, threads, seconds))
+            ran = getattr(pending, "front", None)
+            if ran is not None:  # a segment's work before its first window: front and statistics
+                fronts.append((ran[0], threads, ran[1] + seconds))
+                pending.front = None
 
+    kokoro_stream.KokoroStreamer.front = timed_front  # type: ignore[method-assign]
     kokoro_stream.KokoroStreamer.sentence_frame_stats = timed_stats  # type: ignore[method-assign]
 
 
@@ -91,7 +110,8 @@ def main() -> None:
 
     jobs: dict[int, list[Job]] = collections.defaultdict(list)
     stats: list[tuple[int, int | None, float]] = []
-    _watch(jobs, stats)
+    fronts: list[Front] = []
+    _watch(jobs, stats, fronts)
     state, _, server = start_server(args.port)
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
     command += ["--voice", args.voice, "--concurrency", args.concurrency, "--duration", args.duration]
@@ -114,7 +134,7 @@ def main() -> None:
     levels = state.runtime._thread_levels if cost is not None else ()
     for threads in levels:
         fit = cost.fit(threads)
-        samples = cost.windows.samples(threads)
+        samples = np.array(cost._samples.get(threads, ()), dtype=np.float64).reshape(-1, 2)
         if fit is None or not len(samples):
             continue
         a0, b = fit[0] - 2 * cost.context_s * fit[1], fit[1]
@@ -129,16 +149,21 @@ def main() -> None:
         fit = cost.fit(threads)
         if fit is not None:
             print(f"  {threads}: {fit[0]:.3f} + {fit[1]:.3f}/s, {fit[1] + fit[0] / largest:.3f}")
-    print("segment fronts: front time / the front priced now | / one window's fixed part (as before stop 60)")
+    print("segment fronts (front and statistics): time / one window's fixed part, as the planner prices")
+    print("  them | time / a line fitted to these fronts by phoneme ids (in sample): median, P90, max")
     for threads in levels:
-        fronts, fit = cost.fronts.samples(threads), cost.fit(threads)
+        fit = cost.fit(threads)
+        mine = np.array([(ids, seconds) for ids, at, seconds in fronts if at == threads], dtype=np.float64)
+        if fit is None or len(mine) < 2:
+            continue
+        slope, intercept = np.polyfit(mine[:, 0], mine[:, 1], 1)
         for low, high in ((0, 60), (60, 120), (120, np.inf)):
-            chosen = fronts[(fronts[:, 0] >= low) & (fronts[:, 0] < high)]
-            if len(chosen) and fit is not None:
-                ratios = [seconds / (cost.front(int(size), threads) or np.inf) for size, seconds in chosen]
+            chosen = mine[(mine[:, 0] >= low) & (mine[:, 0] < high)]
+            if len(chosen):
                 fixed = list(chosen[:, 1] / fit[0])
-                row = f"{len(chosen):4d} | {_ratios(ratios)} | {_ratios(fixed)}"
-                print(f"  {threads} threads, {low}-{high} phonemes: {row}")
+                line = list(chosen[:, 1] / (intercept + slope * chosen[:, 0]))
+                row = f"{len(chosen):4d} | {_ratios(fixed)} | {_ratios(line)}"
+                print(f"  {threads} threads, {low}-{high} phoneme ids: {row}")
     if stats:
         print("sentence statistics: frames, threads, seconds (every sixth)")
         for frames, threads, seconds in sorted(stats)[:: max(1, len(stats) // 6)]:

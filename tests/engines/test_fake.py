@@ -80,6 +80,3 @@ def test_a_segments_front_is_paid_once_before_its_first_window_and_not_taught_as
     assert 0.3 <= first < 1.0 and rest < 0.2, (first, rest)
     fit = fronted.window_cost.fit()
     assert fit is not None and fit[0] < 0.05, fit  # the front is not a window's fixed cost
-    front = fronted.window_cost.front(len(PHONEMES * 3))  # it is the segment's front, learned apart
-    assert front is not None and 0.3 <= front < 1.0, front
-    assert plain.window_cost.front(len(PHONEMES * 3)) is None  # no front work, nothing learned

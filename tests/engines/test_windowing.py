@@ -113,36 +113,6 @@ def test_work_before_a_window_runs_before_the_window_is_cut() -> None:
     assert order == ["before 0", "before 1", "cut", "before 2", "cut", "before 3", "cut"]
 
 
-def test_the_work_before_the_first_window_is_learned_as_the_segments_front() -> None:
-    """The front's own time (given) and what runs before the first window (the sentence's statistics)
-    are one front, recorded by the segment's phoneme characters at the job's threads; windows are not."""
-    import time
-
-    from voxserve.engines.onnx import thread_budget
-
-    cost = WindowCost(0.0)
-    with thread_budget(2):
-        pieces = decode_pieces(
-            iter_windows(100, 10, 30, 4, 4),
-            100,
-            lambda i, w: np.zeros((w.ctx_end - w.ctx_start) * 2, dtype=np.float32),
-            joiner=CrossfadeJoiner(2, 0),
-            cost=cost,
-            frame_s=0.01,
-            sample_rate=200,
-            phoneme_durations=None,
-            lead_in=0,
-            tail=0,
-            before=lambda i: time.sleep(0.05 if i == 0 else 0.0),
-            front=(120, 0.1),
-        )
-        assert len(list(pieces)) == 4
-    fronts = cost.fronts.samples(2)
-    assert len(fronts) == 1 and fronts[0, 0] == 120 and 0.15 <= fronts[0, 1] < 0.3
-    assert cost.front(240, threads=2) == pytest.approx(2 * fronts[0, 1])
-    assert cost.recorded(2) == 4  # the windows, apart
-
-
 def test_config_turns_a_budget_in_seconds_into_frames() -> None:
     config = WindowConfig(max_s=4.0)
     frame = 0.025

@@ -262,22 +262,22 @@ class Interruption:
         return await self.speak(text)
 
     async def speak_when_stoppable(self, text: str) -> np.ndarray:
-        pool, best, needed = self.runtime.pool, 0.0, self._first_job_s(text)
+        pool, best, needed = self.runtime.pool, 0.0, self._first_job_s()
         while (stoppable := pool.stoppable_s()) < needed:
             best = max(best, stoppable)
             assert not self.reading_done.is_set(), f"no call of the reading could be stopped (best {best:.2f} s)"
             await asyncio.sleep(0.005)
         return await self.speak(text)
 
-    def _first_job_s(self, text: str) -> float:
-        """More than the caller's first job is expected to cost (``text``'s front and first window, at
+    def _first_job_s(self) -> float:
+        """More than the caller's first job is expected to cost (its text's front and first window, at
         one thread, planned for two streams; :meth:`WindowPlanner.segment_cost`): a running call is
         stopped only for a job it can make room for and still be done in time
         (:meth:`~voxserve.stream.pool.WorkerPool._preempt_for`)."""
         engine, config = self.runtime.engine_for("af_heart"), self.runtime.session_config()
         assert engine.window_cost is not None and engine.window_cost.fit(1) is not None, "no cost learned"
         planner = WindowPlanner(engine, cast(WorkerPool, _BesideTheReading()), config, PlaybackClock())
-        return planner.segment_cost(len(text)) + 0.2
+        return planner.segment_cost() + 0.2
 
 
 class _BesideTheReading:

@@ -99,38 +99,12 @@ def test_window_cost_is_learned_per_thread_count() -> None:
     assert wide is not None and wide[1] == pytest.approx(0.35)
 
 
-def test_a_segments_front_is_learned_by_its_phonemes_per_thread_count() -> None:
-    """A front runs over its whole segment: it is priced in proportion to the fronts seen until two
-    clearly different sizes give a line, at each thread count apart; nothing before any is seen."""
-    cost = WindowCost(context_s=0.2, min_samples=3)
-    assert cost.front(100, threads=1) is None
-    cost.record_front(50, 0.1, threads=1)
-    assert cost.front(100, threads=1) == pytest.approx(0.2)  # 2 ms per phoneme, as seen
-    assert cost.front(100, threads=2) is None  # learned at one thread only
-    cost.fronts.clear()
-    for phonemes in (40, 80, 160):
-        cost.record_front(phonemes, 0.04 + 0.0016 * phonemes, threads=1)
-    assert cost.front(300, threads=1) == pytest.approx(0.04 + 0.0016 * 300)
-    cost.clear()  # what the warm-up does before it learns afresh: windows and fronts
-    assert cost.front(100, threads=1) is None
-
-
 class _Cost:
     def __init__(self, cost: tuple[float, float] = NARROW) -> None:
         self.cost = cost
 
     def fit(self, threads: int | None) -> tuple[float, float]:
         return self.cost
-
-    def front(self, phonemes: int, threads: int | None) -> float | None:
-        return None  # no front learned: priced as one more window's fixed part
-
-
-class _FrontCost(_Cost):
-    """A learned front of 3 ms per phoneme character."""
-
-    def front(self, phonemes: int, threads: int | None) -> float | None:
-        return 0.003 * phonemes
 
 
 class _Engine:
@@ -291,30 +265,6 @@ def test_a_segments_first_window_leaves_time_for_its_front() -> None:
     first = planner.next_s(starts_segment=True)
     assert later is not None and first is not None and first < later
     assert MARGIN * (front_s(NARROW) + a + b * first) == pytest.approx(2.0, abs=0.01)
-
-
-def test_a_long_sentences_first_window_leaves_time_for_its_learned_front() -> None:
-    """With fronts learned, a segment's front is priced by its phonemes: a long sentence's first job
-    gets a smaller first window than a short one's with the same lead, and front and window together
-    are still done within the margin."""
-    import time
-
-    from voxserve.stream.playback import PlaybackClock
-    from voxserve.stream.session_config import SessionConfig
-    from voxserve.stream.window_budget import WindowPlanner
-
-    clock = PlaybackClock()
-    clock.on_audio(time.monotonic(), 2.0)
-    config = SessionConfig(pace=True, first_window_s=FIRST, max_window_s=LARGEST)
-    engine = _Engine()
-    engine.window_cost = _FrontCost()
-    planner = WindowPlanner(cast(Engine, engine), cast(WorkerPool, _Pool()), config, clock)
-    a, b = NARROW
-    short, long = planner.next_s(starts_segment=True, phonemes=20), planner.next_s(starts_segment=True, phonemes=200)
-    assert short is not None and long is not None and long < short
-    assert MARGIN * (0.003 * 200 + a + b * long) == pytest.approx(2.0, abs=0.01)
-    assert planner.job_cost(long, starts_segment=True, phonemes=200) == pytest.approx(2.0, abs=0.01)
-    assert planner.job_cost(long, starts_segment=False, phonemes=200) == pytest.approx(MARGIN * (a + b * long))
 
 
 def test_a_stream_tells_the_pool_the_cores_it_keeps_busy_at_one_thread() -> None:

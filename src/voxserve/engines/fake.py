@@ -157,9 +157,7 @@ class FakeEngine:
             next_size=w.sizer(next_window_s, FRAME_S),
         )
         if self.work_seconds(None) > 0:
-            with work_timer() as spent:
-                self._work(None, control)
-            self._cost.record_front(len(phonemes), spent(), current_thread_budget())
+            self._work(None, control)
         for i, window in enumerate(windows):
             decoded_s = (window.ctx_end - window.ctx_start) * FRAME_S
             with work_timer() as spent:

@@ -16,7 +16,6 @@ from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro_stream import Array, KokoroFront, KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
 from voxserve.engines.onnx import OnnxSession, RunControl
-from voxserve.engines.preemption import work_timer
 from voxserve.engines.voices import kokoro_voice_info, parse_blend
 from voxserve.engines.windowing import WindowConfig, WindowCost, run_graph
 from voxserve.errors import InvalidInput, UnknownVoice
@@ -253,9 +252,7 @@ class KokoroEngine:
         if len(ids) == 0:
             raise InvalidInput("nothing to synthesize: the phoneme string is empty")
         w = self._windows
-        with work_timer() as spent:
-            front = self._front(self._streamer, ids, voice, speed, control)
-        front_work = (len(phonemes), spent())
+        front = self._front(self._streamer, ids, voice, speed, control)
         first, following, largest = w.plan(first_window_s, FRAME_S)
         # a stream's first segment (or that of a stream about to run dry) may skip the sentence's
         # statistics before its first window (window_early_stats=false) and gets less right context on
@@ -272,7 +269,6 @@ class KokoroEngine:
             first_context_frames=w.frames(w.first_context_s, FRAME_S) if urgent else None,
             next_window_frames=w.sizer(next_window_s, FRAME_S),
             control=control,
-            front_work=front_work,
         )
 
     def _run(

@@ -296,7 +296,6 @@ class KokoroStreamer:
         first_context_frames: int | None = None,
         next_window_frames: Callable[[], int] | None = None,
         control: RunControl | None = None,
-        front_work: tuple[int, float] | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the sentence's audio in pieces: ``first_window_frames`` of speech first, then larger windows.
 
@@ -310,9 +309,7 @@ class KokoroStreamer:
         statistics start from ``voice``'s learned average (when known) and follow the sentence's
         windows as they are decoded; each window's own statistics are added to the voice's average.
         Pieces are contiguous and sum to ``front.frames * 600`` samples. The first piece carries
-        ``phoneme_durations`` and ``lead_in``; the last carries ``tail``. ``front_work`` (phoneme
-        characters, seconds) is what :meth:`front` took, learned with the statistics run before the
-        first window (:func:`~voxserve.engines.windowing.decode_pieces`).
+        ``phoneme_durations`` and ``lead_in``; the last carries ``tail``.
         """
         lead = int(front.durations[0])
         tail = int(front.durations[-1])
@@ -357,7 +354,6 @@ class KokoroStreamer:
             lead_in=lead * HOP,
             tail=tail * HOP,
             before=stats.before,
-            front=front_work,
         )
 
     def _segment_stats(

@@ -14,7 +14,6 @@ from voxserve.engines.base import Alphabet
 from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
 from voxserve.engines.piper_stream import PiperStreamer
-from voxserve.engines.preemption import work_timer
 from voxserve.engines.windowing import WindowConfig, WindowCost, run_graph
 from voxserve.errors import InvalidInput, ModelError, UnknownVoice
 from voxserve.limits import check_speed
@@ -201,15 +200,13 @@ class PiperEngine:
         ids = self.phoneme_ids(phonemes.strip())
         if len(ids) <= 3:
             raise InvalidInput("nothing to synthesize: the phoneme string is empty")
-        with work_timer() as spent:
-            front = self._streamer.front(
-                np.array(ids, dtype=np.int64),
-                length_scale=length_scale,
-                noise_scale=noise_scale,
-                noise_w=noise_w,
-                control=control,
-            )
-        front_work = (len(phonemes.strip()), spent())
+        front = self._streamer.front(
+            np.array(ids, dtype=np.int64),
+            length_scale=length_scale,
+            noise_scale=noise_scale,
+            noise_w=noise_w,
+            control=control,
+        )
         w = self._windows
         frame_s = PIPER_HOP / self.sample_rate
         first, following, largest = w.plan(first_window_s, frame_s)
@@ -221,5 +218,4 @@ class PiperEngine:
             max_window_frames=largest,
             next_window_frames=w.sizer(next_window_s, frame_s),
             control=control,
-            front_work=front_work,
         )

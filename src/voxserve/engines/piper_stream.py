@@ -134,11 +134,9 @@ class PiperStreamer:
         max_window_frames: int | None = None,
         next_window_frames: Callable[[], int] | None = None,
         control: RunControl | None = None,
-        front_work: tuple[int, float] | None = None,
     ) -> Iterator[EngineAudio]:
         """Yield the audio in contiguous pieces; the first window starts after the lead-in (BOS + pad).
-        ``next_window_frames`` sizes each later window just before it is cut; ``front_work`` (phoneme
-        characters, seconds) is what :meth:`front` took, learned into :attr:`cost`.
+        ``next_window_frames`` sizes each later window just before it is cut.
 
         The first piece carries ``phoneme_durations`` (samples per symbol) and ``lead_in``; the last ``tail``.
         """
@@ -166,5 +164,4 @@ class PiperStreamer:
             phoneme_durations=per_symbol,
             lead_in=lead_in,
             tail=tail,
-            front=front_work,
         )

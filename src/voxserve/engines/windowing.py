@@ -191,7 +191,6 @@ def decode_pieces(
     lead_in: int,
     tail: int,
     before: Callable[[int], None] | None = None,
-    front: tuple[int, float] | None = None,
 ) -> Iterator[EngineAudio]:
     """The window loop every windowed engine shares.
 
@@ -200,19 +199,14 @@ def decode_pieces(
     over the window and its context, timed into ``cost`` with the threads it ran on; the decoded audio
     is cropped and crossfaded by ``joiner`` and yielded as a piece. ``before`` runs before the cut so
     that a window sized by its listener's lead is sized after the work it waits behind, which the
-    window's cost does not include. ``front`` (the segment's phoneme characters and the seconds its
-    front took) is recorded into ``cost`` with ``before(0)``'s time: all the work before the first window.
-    The windows must cover ``frames``; the first piece carries ``phoneme_durations`` and ``lead_in``
-    (samples), the last ``tail`` (samples).
+    window's cost does not include. The windows must cover ``frames``; the first piece carries
+    ``phoneme_durations`` and ``lead_in`` (samples), the last ``tail`` (samples).
     """
     windows = iter(windows)
     i, end = 0, 0
     while end < frames:
-        with work_timer() as spent:
-            if before is not None:
-                before(i)
-        if i == 0 and front is not None:
-            cost.record_front(front[0], front[1] + spent(), current_thread_budget())
+        if before is not None:
+            before(i)
         window = next(windows)
         with work_timer() as spent:
             audio = decode(i, window)
@@ -230,23 +224,30 @@ def decode_pieces(
         )
 
 
-class LinearFits:
-    """Running least-squares lines ``seconds = c + d * size``, one per thread count (``None``: the
-    session's own): the last ``history`` samples at each, a line once ``min_samples`` of clearly
-    different sizes (the largest at least twice the smallest) are known. Thread-safe."""
+class WindowCost:
+    """Running fit of what a decoder window costs: ``seconds = a0 + b * decoded audio seconds``.
 
-    def __init__(self, history: int = 256, min_samples: int = 4) -> None:
-        self._history, self.min_samples = history, min_samples
+    Windows are recorded with the audio they decoded (context included) and the intra-op threads they
+    ran with (``None``: the session's own); :meth:`fit` answers for a window in the middle of a
+    segment, which decodes ``context_s`` more on each side than it emits. Thread-safe. ``fit()`` is
+    None until ``min_samples`` windows of clearly different sizes are known for those threads.
+    """
+
+    def __init__(self, context_s: float, history: int = 256, min_samples: int = 4) -> None:
+        self.context_s = context_s
+        self._history = history
         self._samples: dict[int | None, collections.deque[tuple[float, float]]] = {}
         self._counts: collections.Counter[int | None] = collections.Counter()
-        self._lines: dict[int | None, tuple[float, float] | None] = {}  # until the samples change
+        self._fits: dict[int | None, tuple[float, float] | None] = {}  # until the samples change
         self._version = 0  # bumped on every change to the samples
         self._lock = threading.Lock()
+        self.min_samples = min_samples
 
-    def record(self, size: float, seconds: float, threads: int | None) -> None:
-        if size > 0 and seconds > 0:
+    def record(self, decoded_s: float, seconds: float, threads: int | None = None) -> None:
+        if decoded_s > 0 and seconds > 0:
             with self._lock:
-                self._samples.setdefault(threads, collections.deque(maxlen=self._history)).append((size, seconds))
+                samples = self._samples.setdefault(threads, collections.deque(maxlen=self._history))
+                samples.append((decoded_s, seconds))
                 self._counts[threads] += 1
                 self._changed()
 
@@ -255,89 +256,32 @@ class LinearFits:
             self._samples.clear()
             self._changed()
 
-    def recorded(self, threads: int | None) -> int:
-        """How many samples at ``threads`` were ever recorded (forgotten ones included)."""
+    def recorded(self, threads: int | None = None) -> int:
+        """How many windows decoded at ``threads`` were ever recorded (forgotten ones included)."""
         with self._lock:
             return self._counts[threads]
 
-    def samples(self, threads: int | None) -> npt.NDArray[np.float64]:
-        """The samples kept at ``threads``: rows of (size, seconds)."""
-        with self._lock:
-            return np.array(self._samples.get(threads, ()), dtype=np.float64).reshape(-1, 2)
-
-    def line(self, threads: int | None) -> tuple[float, float] | None:
-        """(c, d) at ``threads``; None until enough different sizes are known there."""
-        with self._lock:
-            if threads in self._lines:
-                return self._lines[threads]
-            version = self._version
-        samples = self.samples(threads)
-        line: tuple[float, float] | None = None
-        if len(samples) >= self.min_samples and samples[:, 0].max() >= 2 * samples[:, 0].min():
-            d, c = np.polyfit(samples[:, 0], samples[:, 1], 1)
-            line = float(c), float(d)
-        with self._lock:
-            if self._version == version:
-                self._lines[threads] = line
-        return line
-
-    def _changed(self) -> None:
-        """The samples changed: lines are fitted again (lock held)."""
-        self._version += 1
-        self._lines.clear()
-
-
-class WindowCost:
-    """What a stream's model work costs here, learned from the work itself, per thread count.
-
-    * A decoder window: ``seconds = a0 + b * decoded audio seconds``. Windows are recorded with the
-      audio they decoded (context included); :meth:`fit` answers for a window in the middle of a
-      segment, which decodes ``context_s`` more on each side than it emits. None until ``min_samples``
-      windows of clearly different sizes are known for those threads.
-    * A segment's front (everything before its first window: durations, prosody, sentence statistics),
-      by the characters of its phoneme string: it runs over the whole segment, so a long sentence's
-      front costs several windows' fixed parts (:meth:`front`).
-    """
-
-    def __init__(self, context_s: float, history: int = 256, min_samples: int = 4) -> None:
-        self.context_s = context_s
-        self.windows = LinearFits(history, min_samples)
-        self.fronts = LinearFits(history, min_samples)
-
-    def record(self, decoded_s: float, seconds: float, threads: int | None = None) -> None:
-        self.windows.record(decoded_s, seconds, threads)
-
-    def record_front(self, phonemes: int, seconds: float, threads: int | None = None) -> None:
-        self.fronts.record(phonemes, seconds, threads)
-
-    def clear(self) -> None:
-        self.windows.clear()
-        self.fronts.clear()
-
-    def recorded(self, threads: int | None = None) -> int:
-        """How many windows decoded at ``threads`` were ever recorded (forgotten ones included)."""
-        return self.windows.recorded(threads)
-
     def fit(self, threads: int | None = None) -> tuple[float, float] | None:
         """(a, b): seconds of work per window (its context included) and per audio second it emits."""
-        line = self.windows.line(threads)
-        if line is None:
-            return None
-        a0, b = line
-        b = max(b, 1e-4)
-        return max(a0, 0.0) + 2 * self.context_s * b, b
+        with self._lock:
+            if threads in self._fits:
+                return self._fits[threads]
+            version = self._version
+            samples = np.array(self._samples.get(threads, ()), dtype=np.float64).reshape(-1, 2)
+        fit: tuple[float, float] | None = None
+        if len(samples) >= self.min_samples and samples[:, 0].max() >= 2 * samples[:, 0].min():
+            b, a0 = np.polyfit(samples[:, 0], samples[:, 1], 1)
+            b = max(float(b), 1e-4)
+            fit = max(float(a0), 0.0) + 2 * self.context_s * b, b
+        with self._lock:
+            if self._version == version:
+                self._fits[threads] = fit
+        return fit
 
-    def front(self, phonemes: int, threads: int | None = None) -> float | None:
-        """Expected seconds of the front of a segment of ``phonemes`` phoneme characters at ``threads``:
-        the fitted line where one is known and rises with size, else in proportion to the fronts seen
-        there (their seconds per phoneme); None before any."""
-        line = self.fronts.line(threads)
-        if line is not None and line[1] > 0:
-            return max(line[0] + line[1] * phonemes, 0.0)
-        samples = self.fronts.samples(threads)
-        if not len(samples):
-            return None
-        return float(samples[:, 1].sum() / samples[:, 0].sum()) * phonemes
+    def _changed(self) -> None:
+        """The samples changed: fits are made again (lock held)."""
+        self._version += 1
+        self._fits.clear()
 
 
 def run_graph(

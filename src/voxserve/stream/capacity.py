@@ -70,9 +70,9 @@ def cheapest_share(costs: Iterable[StreamCost], window_s: float, cores: int) -> 
 def ramp_factor(costs: Iterable[StreamCost], first_s: float, largest_s: float, cores: int) -> float:
     """How much more a stream's first job costs per audio second than its largest window, at the cheapest
     thread level learned (1 when none is). The job runs the text's front
-    (:func:`~voxserve.stream.window_budget.front_s` of a text not yet seen: one window's fixed part) and
-    then a first window, which is small and decodes its context for less audio: a burst of new streams
-    runs these jobs all at once, before any stream has been measured."""
+    (:func:`~voxserve.stream.window_budget.front_s`, as the window planner prices it) and then a first
+    window, which is small and decodes its context for less audio: a burst of new streams runs these
+    jobs all at once, before any stream has been measured."""
     costs = list(costs)
     largest = cheapest_share(costs, largest_s, cores)
     first = min((stream_share(c, first_s, cores, front_s((c.a, c.b))) for c in costs), default=None)

@@ -287,8 +287,8 @@ class SynthesisSession:
                 lexicon=self.params.lexicon,
             )
         )
-        # its front and first window follow at once (priced by its characters: no phonemes yet): due that much sooner
-        segments = await self._timed(phonemize, self._windows.segment_cost(len(text_segment.text)))
+        # the segment's front and first window follow at once: its phonemes are due that much sooner
+        segments = await self._timed(phonemize, self._windows.segment_cost())
         assert isinstance(segments, list)
         if self.params.word_timings and not self.params.phoneme_input:
             self._source.segment(text_segment.text, [w.text for segment in segments for w in segment.words])
@@ -297,7 +297,7 @@ class SynthesisSession:
             await self._speak_windows(segment, text_segment.boundary if last else segment.boundary, last)
 
     async def _speak_windows(self, segment: PhonemeSegment, boundary: str, ends_text: bool) -> None:
-        first_window, next_window = self._windows.plan(self._stream, len(segment.phonemes))
+        first_window, next_window = self._windows.plan(self._stream)
         pieces: Iterator[EngineAudio] = self.engine.stream(
             segment.phonemes,
             self.params.voice,
@@ -315,8 +315,7 @@ class SynthesisSession:
                 if self._cancelled:
                     raise Cancelled("session cancelled")
                 window = first_window if starts else (next_window() if next_window is not None else None)
-                cost = self._windows.job_cost(window, starts, len(segment.phonemes))
-                piece = await self._timed(lambda: next(pieces, None), cost)
+                piece = await self._timed(lambda: next(pieces, None), self._windows.job_cost(window, starts))
                 starts = False
                 if piece is None:
                     break

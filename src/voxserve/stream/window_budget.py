@@ -24,7 +24,6 @@ from collections.abc import Callable
 
 from voxserve.engines.base import Engine
 from voxserve.engines.onnx import current_thread_budget
-from voxserve.engines.windowing import WindowCost
 from voxserve.stream.jobs import ActiveStream, cost_at
 from voxserve.stream.playback import PlaybackClock
 from voxserve.stream.pool import WorkerPool
@@ -66,18 +65,10 @@ def sustaining_lead_s(first_s: float, max_s: float, cost: tuple[float, float], l
     return MARGIN * load * (a + b * start_window_s(first_s, max_s, cost, load))
 
 
-def front_s(
-    cost: tuple[float, float],
-    learned: WindowCost | None = None,
-    phonemes: int | None = None,
-    threads: int | None = None,
-) -> float:
-    """The expected work of the front of a segment of ``phonemes`` phoneme characters (run before its
-    first window, in the same job) at ``threads``, as ``learned`` from the fronts run at that count: it
-    runs over the whole segment, so a long sentence's costs several windows' fixed parts. Before any
-    front is learned there, or for a segment not yet known, one more window's fixed part."""
-    front = learned.front(phonemes, threads) if learned is not None and phonemes else None
-    return cost[0] if front is None else front
+def front_s(cost: tuple[float, float]) -> float:
+    """The expected work of a segment's front (run before its first window, in the same job): about one
+    more window's fixed part."""
+    return cost[0]
 
 
 def next_window_s(
@@ -154,19 +145,16 @@ class WindowPlanner:
             return cost
         return cost_at(cost, self.need(planned), self.need(threads))
 
-    def plan(
-        self, stream: ActiveStream | None = None, phonemes: int | None = None
-    ) -> tuple[float | None, Callable[[], float | None] | None]:
+    def plan(self, stream: ActiveStream | None = None) -> tuple[float | None, Callable[[], float | None] | None]:
         """The next segment's first window (``None``: the largest) and what sizes the windows after it
-        (``None``: the engine's fixed schedule), for ``stream`` in the pool; the segment has ``phonemes``
-        phoneme characters (its front comes before the first window)."""
+        (``None``: the engine's fixed schedule), for ``stream`` in the pool."""
         cfg = self.config
         cost, _, load = self.budget()
         first: float | None
         if not self.clock.playing:
             first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
         else:
-            first = self.next_s(stream, starts_segment=True, phonemes=phonemes)
+            first = self.next_s(stream, starts_segment=True)
         return first, (lambda: self.next_s(stream)) if cost is not None else None
 
     def largest_s(self) -> float:
@@ -178,14 +166,11 @@ class WindowPlanner:
         alone_unpaced = not cfg.pace and self.pool.streams <= 1
         return max(cfg.max_window_s, cfg.max_unpaced_window_s) if alone_unpaced else cfg.max_window_s
 
-    def next_s(
-        self, stream: ActiveStream | None = None, starts_segment: bool = False, phonemes: int | None = None
-    ) -> float | None:
+    def next_s(self, stream: ActiveStream | None = None, starts_segment: bool = False) -> float | None:
         """Audio the next window may hold to be done before its listener needs it (asked from a worker),
         and without holding its cores past the moment another stream needs them
         (:meth:`~voxserve.stream.pool.WorkerPool.hold_limit`). Every stream is sized for a listener
-        playing from its first audio, as the server counts them. A segment's first window comes after
-        its front (``phonemes``: :func:`front_s`)."""
+        playing from its first audio, as the server counts them."""
         cfg = self.config
         cost, threads, load = self.budget()
         if cost is None:  # nothing learned at these threads (the warm-up teaches every level)
@@ -194,7 +179,7 @@ class WindowPlanner:
         if not self.clock.playing:
             return start_window_s(cfg.first_window_s, largest, cost, load)
         # a segment's first job runs its front before the window: that time comes off both bounds
-        front = MARGIN * front_s(cost, self.engine.window_cost, phonemes, threads) if starts_segment else 0.0
+        front = MARGIN * front_s(cost) if starts_segment else 0.0
         hold = self.pool.hold_limit(stream, threads or 1) - front
         ahead = self.clock.ahead_s(time.monotonic()) - load * front
         cut = not self.pool.crowded(threads)
@@ -226,29 +211,26 @@ class WindowPlanner:
         so that the pool counts that audio as coming from then on, not only once it is delivered."""
         self._made = (self.clock.audio_s, audio_s)
 
-    def segment_cost(self, phonemes: int | None = None) -> float:
-        """The expected seconds of a new segment's first job (the front of ``phonemes`` phoneme
-        characters, and a first window), planned now; 0 while nothing is learned. The job that
-        phonemizes the segment's text runs just before it, and is ordered by it: ordered by its own few
-        milliseconds, it would wait behind other streams' windows until its listener is about to run
-        dry, and then the front and first window could not be done in time. A new stream's first text
-        is due on arrival whatever it costs, but carries the cost too, so that the pool holds it back
-        for thin streams as it holds the first window (:meth:`~voxserve.stream.sharing.CoreSharing._waits`):
-        a job of no cost would never wait."""
+    def segment_cost(self) -> float:
+        """The expected seconds of a new segment's first job (its front and a first window), planned now;
+        0 while nothing is learned. The job that phonemizes the segment's text runs just before it, and
+        is ordered by it: ordered by its own few milliseconds, it would wait behind other streams'
+        windows until its listener is about to run dry, and then the front and first window could not
+        be done in time. A new stream's first text is due on arrival whatever it costs, but carries the
+        cost too, so that the pool holds it back for thin streams as it holds the first window
+        (:meth:`~voxserve.stream.sharing.CoreSharing._waits`): a job of no cost would never wait."""
         cost, _, load = self.budget()
         if cost is None:
             return 0.0
         cfg = self.config
-        first = start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load)
-        return self.job_cost(first, starts_segment=True, phonemes=phonemes)
+        return self.job_cost(start_window_s(cfg.first_window_s, cfg.max_window_s, cost, load), starts_segment=True)
 
-    def job_cost(self, window_s: float | None, starts_segment: bool, phonemes: int | None = None) -> float:
+    def job_cost(self, window_s: float | None, starts_segment: bool) -> float:
         """The expected seconds of a job decoding a window of ``window_s`` (``None``: unknown), with the
-        margin windows are planned with; a segment's first job also runs its front (:func:`front_s`, for
-        a segment of ``phonemes`` phoneme characters). 0 while nothing is learned."""
-        cost, threads, _ = self.budget()
+        margin windows are planned with; a segment's first job also runs its front (about one more
+        window's fixed part). 0 while nothing is learned."""
+        cost, _, _ = self.budget()
         if cost is None or window_s is None:
             return 0.0
         a, b = cost
-        front = front_s(cost, self.engine.window_cost, phonemes, threads) if starts_segment else 0.0
-        return MARGIN * (front + a + b * window_s)
+        return MARGIN * ((front_s(cost) if starts_segment else 0.0) + a + b * window_s)
