@@ -45,7 +45,8 @@ Front = tuple[int, int | None, float]  # a segment's phoneme ids, threads, secon
 
 
 def _watch(jobs: dict[int, list[Job]], stats: list[tuple[int, int | None, float]], fronts: list[Front]) -> None:
-    """Wrap the session's pool calls and Kokoro's sentence statistics (on the classes: every one is seen)."""
+    """Wrap the session's pool calls and Kokoro's fronts and sentence statistics (on the classes: every
+    one is seen)."""
     timed = session_module.SynthesisSession._timed
 
     async def traced(self: Any, fn: Any, cost: float = 0.0) -> object:
@@ -123,7 +124,7 @@ def main() -> None:
     for stream in jobs.values():
         for place, job in enumerate(stream):
             places[(min(place, 5), job[0])].append(job)
-    print("job's place (5: fifth and later), threads: jobs | wall / planned: median, P90, max | audio received, median")
+    print("job's place (5: fifth and later), threads: jobs | wall / expected: median, P90, max | audio received, median")
     for (place, threads), found in sorted(places.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         ratios = [wall / planned for _, planned, wall, _ in found]
         received = statistics.median(job[3] for job in found)

@@ -13,7 +13,7 @@ stream's jobs that ran in the ``--before`` seconds before it ran dry.
 
 ``--slow-jobs N`` prints the N jobs that ran longest against the cost they were planned with (a job the
 pool runs on fewer threads than planned takes longer by design: ``CoreSharing._enough``), each with its
-stream's events meanwhile (a job stopped for another stream's first audio says when it was readmitted)
+stream's events meanwhile (a job stopped for another stream's late job says when it was readmitted)
 and the other streams' jobs. ``--slow-firsts N`` prints, as for stalls, the N slowest first audios: the
 stream's jobs until its first audio, and every other stream's jobs from ``--before`` seconds before
 its first job.
@@ -21,8 +21,9 @@ its first job.
 Before them, where each stream's first audio went, from the session's first job to the first audio: the
 time its jobs waited for a core, worked, and spent between jobs (planning, delivery, the event loop), as
 median, P90 and the slowest tenth's mean; how many first audios the pool held back for thin streams
-(``CoreSharing._waits``); and how many model calls it stopped for a late job. ``--text-set long`` gives
-the issue's three-sentence replies:
+(``CoreSharing._waits``); how many model calls it stopped for a late job, and how many of the jobs
+stopped ended past their deadline; and for each time a listener ran dry, the job it waited for
+(:meth:`_Timelines.causes`). ``--text-set long`` gives the issue's three-sentence replies:
 
     .venv/bin/python -m bench.stall_timeline --voice af_heart --concurrency 3 --duration 60 --text-set long --show 0
 
