@@ -124,7 +124,7 @@ def main() -> None:
     for stream in jobs.values():
         for place, job in enumerate(stream):
             places[(min(place, 5), job[0])].append(job)
-    print("job's place (5: fifth and later), threads: jobs | wall / expected: median, P90, max | audio received, median")
+    print("job's place (5: fifth and later), threads: jobs | wall / expected: median, P90, max | audio got, median")
     for (place, threads), found in sorted(places.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         ratios = [wall / planned for _, planned, wall, _ in found]
         received = statistics.median(job[3] for job in found)
