@@ -47,6 +47,9 @@ def test_bad_voices_say_what_is_wrong(policy: RequestPolicy) -> None:
         resolve(policy, voice="af_heart:-1+af_bella")
     with pytest.raises(InvalidInput, match="only Kokoro voices can be blended"):
         resolve(policy, voice="af_heart:0.5+en_US-joe-medium:0.5")
+    with pytest.raises(InvalidInput, match="at most 256 characters, got 50000") as refused:  # not echoed back
+        resolve(policy, voice="x" * 50_000)
+    assert len(str(refused.value)) < 200
 
 
 def test_language_routes_by_script_and_piper_speaks_its_own_language_only(policy: RequestPolicy) -> None:

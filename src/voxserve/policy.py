@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from voxserve.audio import encoded_rate, supported_formats
 from voxserve.engines.voices import blend_lead, parse_blend
 from voxserve.errors import InvalidInput, UnknownVoice, UnsupportedLanguage
-from voxserve.limits import check_input_length, check_sample_rate, check_speed
+from voxserve.limits import check_input_length, check_sample_rate, check_speed, check_voice_spec
 from voxserve.routing import AUTO_VOICE, Router
 from voxserve.settings import Settings
 from voxserve.text.languages import normalize_lang
@@ -95,6 +95,7 @@ class VoiceBook:
 
     def resolve(self, spec: str) -> VoiceInfo:
         """The voice ``spec`` names: a listed voice, or a blend of Kokoro voices (``af_heart:0.7+af_bella:0.3``)."""
+        check_voice_spec(spec)
         known = self._find(spec)
         if known is not None:
             return known

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from voxserve.errors import InvalidInput
+from voxserve.errors import InvalidInput, UnsupportedLanguage
+from voxserve.text import Frontend
 from voxserve.text.lexicon import MAX_REQUEST_ENTRIES, apply_lexicon, for_voice, load_lexicon, parse_entries
 
 
@@ -69,3 +70,11 @@ def test_unknown_phoneme_symbols_are_named() -> None:
     assert "'Xyzzo'" in info.value.message and "'9'" in info.value.message and "U+03A9" in info.value.message
     with pytest.raises(InvalidInput, match="is in espeak; this voice uses misaki"):
         for_voice(parse_entries([{"word": "x", "phonemes": "a", "alphabet": "espeak"}]), "misaki", strict=True)
+
+
+def test_a_replacement_the_voice_cannot_read_is_refused_not_dropped(frontend: Frontend) -> None:
+    """A ``text`` replacement is read in the request's language: letters it lacks are refused by name, as
+    in the input itself, never left out of the audio unspoken."""
+    entries = parse_entries([{"word": "Xyzzo", "text": "你好"}])
+    with pytest.raises(UnsupportedLanguage, match="Chinese"):
+        frontend.phonemize_segment("Xyzzo runs.", "en-us", lexicon=entries)

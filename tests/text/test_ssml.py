@@ -14,6 +14,7 @@ from voxserve.text.ssml import looks_like_ssml, ssml_to_text
         ("<speak>Hello <break time='300ms'/>there</speak>", "Hello , there"),
         ("<speak>Hello<break time='1s'/>there</speak>", "Hello. there"),
         ('<speak>Hello<break strength="strong"/>there</speak>', "Hello. there"),
+        ('<speak>Hello <break strength="none"/>there</speak>', "Hello there"),
         ('<speak>Code <say-as interpret-as="characters">AB1</say-as> now</speak>', "Code A B 1 now"),
         ('<speak>The <say-as interpret-as="ordinal">21</say-as> time</speak>', "The twenty-first time"),
         ('<speak><say-as interpret-as="cardinal">1,204</say-as></speak>', "one thousand, two hundred and four"),
@@ -50,11 +51,18 @@ def test_prosody_rate_sets_the_speed() -> None:
         ("<speak><sub>WWW</sub></speak>", "needs an 'alias'"),
         ('<speak><prosody rate="warp">x</prosody></speak>', "prosody rate='warp'"),
         ("<speak> <break/> </speak>", "no text to speak"),
+        ('<speak>a<break strength="bogus"/>b</speak>', "break strength='bogus'.*x-strong"),
+        ("<speak>" + "<p>" * 2000 + "x" + "</p>" * 2000 + "</speak>", "nested 2001 deep; the limit is 64"),
+        ("<speak>" + '<prosody rate="fast">' * 500 + "x" + "</prosody>" * 500 + "</speak>", "nested 501 deep"),
     ],
 )
 def test_refusals_name_the_problem(document: str, message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
         ssml_to_text(document)
+
+
+def test_a_document_nested_to_the_limit_is_read() -> None:
+    assert ssml_to_text("<speak>" + "<s>" * 63 + "Deep" + "</s>" * 63 + "</speak>").text == "Deep."
 
 
 def test_detection() -> None:

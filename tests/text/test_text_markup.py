@@ -32,6 +32,19 @@ def test_markup_with_unknown_symbols_is_rejected(frontend: Frontend) -> None:
         frontend.phonemize("Say [this](/ǃis/) now.", "en-us")
 
 
+@pytest.mark.parametrize("text", ["Say [tomato](/təm☃ɑːtoʊ/) now.", "Say [tomato](/☃/) now."])
+def test_a_symbol_that_cleaning_would_drop_from_markup_is_refused_by_name(frontend: Frontend, text: str) -> None:
+    """Emoji and symbols are dropped from text as it is cleaned; inside a span's phonemes that would speak
+    the rest of them, or leave the word unspoken. The caller hears which symbol is wrong instead."""
+    with pytest.raises(InvalidInput, match="U\\+2603"):
+        frontend.phonemize_segment(text, "en-us")
+
+
+def test_markup_with_no_phonemes_is_refused(frontend: Frontend) -> None:
+    with pytest.raises(InvalidInput, match="no phonemes"):
+        frontend.phonemize("Say [tomato](/ /) now.", "en-us")
+
+
 def test_check_phonemes_decomposes_precomposed_letters() -> None:
     assert check_phonemes("bõ", "misaki") == "bo\u0303"
     with pytest.raises(InvalidInput, match="'ʘ'"):

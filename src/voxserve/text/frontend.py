@@ -14,7 +14,7 @@ from voxserve.settings import Settings
 from voxserve.text.clean import check_numbers, clean_text, is_speakable, strip_controls
 from voxserve.text.languages import Alphabet, normalize_lang, supported_langs
 from voxserve.text.lexicon import apply_lexicon
-from voxserve.text.markup import check_phonemes, parse_markup, strip_markup
+from voxserve.text.markup import check_markup, check_phonemes, parse_markup, strip_markup
 from voxserve.text.normalize_en import normalize_english
 from voxserve.text.normalize_ko import normalize_korean
 from voxserve.text.phoneme_split import fit_words, sentence_words
@@ -98,11 +98,13 @@ class Frontend:
         lang, alphabet = self._check(lang, alphabet)
         if isinstance(segment, str):
             segment = TextSegment(segment, "none")
+        check_markup(segment.text, alphabet)
         text = clean_text(segment.text)
         if not is_speakable(strip_markup(text)):
             return []
-        check_readable(strip_markup(text), lang)
-        words = self._words(apply_lexicon(text, lexicon), lang, alphabet)
+        lexed = apply_lexicon(text, lexicon)
+        check_readable(strip_markup(lexed), lang)  # the lexicon's replacements too: never dropped unread
+        words = self._words(lexed, lang, alphabet)
         if not any(w.phonemes.strip(',.;:!?—…"“”() ') for w in words):
             return []
         return fit_words(words, strip_markup(text), lang, segment.boundary, max_phonemes)
@@ -124,7 +126,7 @@ class Frontend:
         return segments
 
     def warm(self, langs: Iterable[str], alphabet: Alphabet = "misaki") -> None:
-        """Build the G2P objects of ``langs`` now (a cold one costs 0.1-2 s)."""
+        """Build the G2P objects of ``langs`` now: the first use of a cold one would otherwise pay for it."""
         for lang in langs:
             self._g2p(normalize_lang(lang), alphabet)
 

@@ -39,6 +39,17 @@ def strip_markup(text: str) -> str:
     return MARKUP_RE.sub(lambda m: m.group(1), text)
 
 
+def check_markup(text: str, alphabet: Alphabet) -> None:
+    """Refuse inline ``[word](/phonemes/)`` spans of ``text`` whose phonemes are empty or hold symbols
+    ``alphabet`` lacks, naming them. Checked on the text as sent: cleaning it first would turn a stray
+    symbol into a word break, or leave the span empty and its word unspoken, and speak the rest."""
+    for match in MARKUP_RE.finditer(text):
+        word, phonemes = match.group(1), unicodedata.normalize("NFC", match.group(2))
+        if not phonemes.strip():
+            raise InvalidInput(f"[{word}](//) has no phonemes; put the word's pronunciation between the slashes")
+        check_phonemes(phonemes, alphabet)
+
+
 def check_phonemes(phonemes: str, alphabet: Alphabet) -> str:
     """Return ``phonemes`` in the alphabet's code points, or raise InvalidInput naming unknown symbols.
 

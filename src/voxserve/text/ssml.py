@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from num2words import num2words
 
 from voxserve.errors import InvalidInput
+from voxserve.limits import check_ssml_depth
 
 _RATES = {"x-slow": 0.6, "slow": 0.8, "medium": 1.0, "fast": 1.25, "x-fast": 1.5}
 _STRONG = {"strong", "x-strong"}
+_STRENGTHS = {"none", "x-weak", "weak", "medium", *_STRONG}
 _SENTENCE_END = ".!?…。！？"
 
 
@@ -41,12 +43,23 @@ def ssml_to_text(document: str) -> SsmlText:
         raise InvalidInput(f"malformed SSML: {exc}") from None
     if _tag(root) != "speak":
         raise InvalidInput(f"SSML must have <speak> as its root element, not <{_tag(root)}>")
+    check_ssml_depth(_depth(root))
     reader = _Reader()
     reader.element(root)
     text = re.sub(r"\s+", " ", "".join(reader.out)).strip()
     if not any(ch.isalnum() for ch in text):
         raise InvalidInput("the SSML document has no text to speak")
     return SsmlText(text, reader.speed)
+
+
+def _depth(root: ET.Element) -> int:
+    """How deep elements nest under ``root`` (1: none), found without recursion."""
+    deepest, level = 1, [(root, 1)]
+    while level:
+        element, depth = level.pop()
+        deepest = max(deepest, depth)
+        level.extend((child, depth + 1) for child in element)
+    return deepest
 
 
 def _tag(element: ET.Element) -> str:
@@ -93,8 +106,12 @@ class _Reader:
         self.end_sentence()
 
     def pause(self, element: ET.Element) -> None:
-        time = element.get("time")
-        long = element.get("strength") in _STRONG
+        time, strength = element.get("time"), element.get("strength")
+        if strength is not None and strength not in _STRENGTHS:
+            raise InvalidInput(f"SSML <break strength={strength!r}>: use one of {', '.join(sorted(_STRENGTHS))}")
+        if strength == "none" and time is None:
+            return  # no pause
+        long = strength in _STRONG
         if time is not None:
             found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*", time)
             if found is None:
