@@ -50,3 +50,18 @@ def test_contexts_overlap_and_cancel_alone(server: RunningServer) -> None:
     assert chunks["b"][-1].final and not any(c.final for c in chunks["b"][:-1])
     assert pcm_rms(b"".join(c.audio for c in chunks["b"])) > 0.01
     assert "else" in [w.word for c in chunks["b"] for w in c.words]
+
+
+def test_text_after_a_config_with_a_malformed_lexicon_entry_is_refused(server: RunningServer) -> None:
+    """The config's fields parse, but its lexicon entry has no pronunciation: the config is refused, and
+    the text after it is never spoken with the connection's defaults."""
+    outbox: queue.Queue[pb.StreamRequest | None] = queue.Queue()
+    responses = stub(server).StreamingSynthesize(requests(outbox), timeout=60)
+    outbox.put(pb.StreamRequest(config=pb.StreamConfig(voice=PIPER, lexicon=[pb.LexiconEntry(word="x")])))
+    outbox.put(pb.StreamRequest(text=pb.TextFragment(text="Never spoken with the defaults.")))
+    outbox.put(pb.StreamRequest(close=pb.CloseUtterance()))
+    outbox.put(None)
+    kinds = [(r.WhichOneof("kind"), r.error.message if r.WhichOneof("kind") == "error" else "") for r in responses]
+    assert kinds[0][0] == "error" and "lexicon" in kinds[0][1], kinds
+    assert kinds[1][0] == "error" and "text ignored" in kinds[1][1], kinds
+    assert not any(kind == "chunk" for kind, _ in kinds), kinds

@@ -64,8 +64,18 @@ def test_unusable_bodies_and_paths_get_the_error_envelope(server: RunningServer)
     assert plain.status_code == 400 and "application/json" in plain.json()["error"]["message"]
     empty = httpx.post(url)
     assert empty.status_code == 400 and "missing" in empty.json()["error"]["message"]
+    for unreadable in (b'{"input":"\xc3\x28"}', b'{"input":' + b"[" * 100_000 + b"]" * 100_000 + b"}"):
+        refused = httpx.post(url, content=unreadable, headers={"Content-Type": "application/json"})
+        assert refused.status_code == 400 and refused.json()["error"]["type"] == "InvalidInput", refused.text
+        assert "UTF-8" in refused.json()["error"]["message"]
+    deep = {"input": "<speak>" + "<p>" * 2000 + "Deep." + "</p>" * 2000 + "</speak>", "voice": PIPER}
+    with httpx.Client() as client:  # one connection: a refused document must leave it open
+        nested = client.post(url, json=deep)
+        assert nested.status_code == 400 and "nested 2001 deep" in nested.json()["error"]["message"]
+        assert client.post(url, json={"input": SHORT, "voice": PIPER, "response_format": "pcm"}).status_code == 200
     unknown = httpx.get(server.base + "/v1/no-such-thing")
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+    assert unknown.json()["error"]["type"] == "NotFound"
     wrong = httpx.delete(server.base + "/v1/models")
     assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
     fetched = httpx.get(server.base + "/v1/audio/speech")  # POST-only: not mistaken for a missing page
@@ -118,3 +128,13 @@ def test_text_goes_to_a_voice_of_its_language_or_is_refused_by_name(make_server:
         assert refused.status_code == 400
         error = refused.json()["error"]
         assert error["code"] == "unsupported_language" and all(w in error["message"] for w in words), error
+    # an engine model routes by the text's language as well: 'auto', and no voice or an OpenAI voice name
+    # when the default voice is of that engine; a route that leaves the engine is refused
+    routed = speech(server, model="kokoro", voice="auto", input="我们明天见。", response_format="pcm")
+    assert routed.status_code == 200 and routed.headers["x-voice"].startswith("z"), routed.text
+    other = speech(server, model="piper", voice="auto", input="我们明天见。", response_format="pcm")
+    assert other.status_code == 400 and "not a piper voice" in other.json()["error"]["message"], other.text
+    kokoro_default = make_server(default_voice=KOKORO)
+    for voice in ("alloy", None):
+        routed = speech(kokoro_default, model="kokoro", voice=voice, input="我们明天见。", response_format="pcm")
+        assert routed.status_code == 200 and routed.headers["x-voice"].startswith("z"), (voice, routed.text)

@@ -65,9 +65,14 @@ def _body_problem(exc: RequestValidationError) -> InvalidInput:
 async def _on_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, RequestValidationError):
         exc = _body_problem(exc)
+    elif isinstance(exc, StarletteHTTPException) and exc.status_code == 400:  # a body FastAPI could not parse
+        exc = InvalidInput("request body could not be read as JSON (bytes that are not UTF-8, or nested too deep)")
     elif isinstance(exc, StarletteHTTPException):  # routing: unknown path, wrong method
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        body = {"error": {"code": code, "message": f"{request.method} {request.url.path}: {exc.detail}"}}
+        code, kind = {404: ("not_found", "NotFound"), 405: ("method_not_allowed", "MethodNotAllowed")}.get(
+            exc.status_code, ("http_error", "HTTPError")
+        )
+        message = f"{request.method} {request.url.path}: {exc.detail}"
+        body = {"error": {"code": code, "message": message, "type": kind}}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
     if not isinstance(exc, VoxError):
         logging.getLogger("voxserve.server").exception("unhandled error on %s", request.url.path)

@@ -39,7 +39,6 @@ from voxserve.server.service import SpeechService
 from voxserve.server.turn import Turn
 from voxserve.server.utterance import EncodedChunk
 
-PROTOCOLS = (1, 2)
 _REMEMBERED = 1024  # ended context ids kept, so a late message to one is answered clearly
 _END = object()
 
@@ -78,6 +77,7 @@ class ContextStream:
         self._request: SpeechRequest | None = None
         self._live: dict[str, _Context] = {}
         self._ended: OrderedDict[str, _Context] = OrderedDict()
+        self._refused: OrderedDict[str | None, InvalidInput] = OrderedDict()  # configs refused, by context
         self._events: asyncio.Queue[tuple[_Context | None, object]] = asyncio.Queue(maxsize=8)
         self._numbers = itertools.count()
         rate = float(service.settings.max_fragments_per_second)
@@ -98,11 +98,19 @@ class ContextStream:
 
     async def _apply(self, message: dx.ClientMessage) -> None:
         if isinstance(message, dx.Invalid):
+            if message.config:
+                self._refuse(message.context_id, message.error)
             raise message.error
         if isinstance(message, dx.Ping):
             await self._events.put((None, dx.Pong()))
         elif isinstance(message, dx.Config):
-            await self._configure(message)
+            try:
+                dx.check_protocol(message.protocol, 2)
+                validated = self._service.validate(message.request, needs_text=False)
+            except InvalidInput as exc:
+                self._refuse(message.context_id, exc)
+                raise
+            await self._configure(message, validated)
         elif isinstance(message, dx.Text):
             await asyncio.sleep(self._fragments.wait("text"))
             ctx = self._live.get(_need_id(message)) or await self._open(_need_id(message), None)
@@ -119,11 +127,18 @@ class ContextStream:
         elif isinstance(message, dx.Cancel):
             self._cancel(message.context_id)
 
-    async def _configure(self, message: dx.Config) -> None:
-        if message.protocol not in (None, 2):
-            raise InvalidInput(f"protocol must be one of {PROTOCOLS}, chosen by the first message; this is 2")
-        validated = self._service.validate(message.request, needs_text=False)
+    def _refuse(self, context_id: str | None, exc: InvalidInput) -> None:
+        """A config for ``context_id`` (None: the connection's defaults) was refused: text that would open
+        that context (any context, for the defaults) is refused until a config for it is accepted."""
+        self._refused[context_id] = exc
+        self._refused.move_to_end(context_id)
+        while len(self._refused) > _REMEMBERED:
+            self._refused.popitem(last=False)
+
+    async def _configure(self, message: dx.Config, validated: SpeechRequest) -> None:
+        """Apply a ``config`` whose options were accepted (``validated``)."""
         request = replace(validated, text="")
+        self._refused.pop(message.context_id, None)
         if message.context_id is None:
             self._request = request
         elif message.context_id in self._live:
@@ -142,8 +157,12 @@ class ContextStream:
                 f"{limit} contexts are open on this connection (the limit); close or cancel one first"
             )
         if request is None:
+            refused = self._refused.get(context_id) or self._refused.get(None)
+            if refused is not None:
+                raise dx.ignored_text(refused, context_id)
             if self._request is None:
-                await self._configure(dx.Config(SpeechRequest()))
+                config = dx.Config(SpeechRequest())
+                await self._configure(config, self._service.validate(config.request, needs_text=False))
             request = self._request
         assert request is not None
         ctx = _Context(context_id, next(self._numbers), Turn(request, self._service.settings.max_input_chars))

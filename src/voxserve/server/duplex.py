@@ -60,12 +60,31 @@ class Ping:
 
 @dataclass(frozen=True)
 class Invalid:
-    """A message the transport could not parse; answered with an error event."""
+    """A message the transport could not parse; answered with an error event. ``config``: it was a
+    config, so text is refused until one is accepted, as after a config with a value refused."""
 
     error: InvalidInput
+    context_id: str | None = None
+    config: bool = False
 
 
 ClientMessage = Config | Text | Flush | Close | Cancel | Ping | Invalid
+
+PROTOCOLS = (1, 2)
+
+
+def check_protocol(asked: int | None, speaking: int) -> None:
+    """Refuse a config naming a protocol other than ``speaking``, the one the connection's first message chose."""
+    if asked is not None and asked not in PROTOCOLS:
+        raise InvalidInput(f"protocol must be one of {PROTOCOLS}, got {asked}")
+    if asked not in (None, speaking):
+        raise InvalidInput(f"the protocol is chosen by a connection's first message; this one speaks {speaking}")
+
+
+def ignored_text(refused: InvalidInput, context_id: str | None = None) -> InvalidInput:
+    """Why text is refused after a refused config: it is never spoken with another config."""
+    whose = f"context {context_id!r}'s" if context_id is not None else "the"
+    return InvalidInput(f"text ignored: {whose} last config was refused ({refused.message}); send another")
 
 
 # --- server → client ------------------------------------------------------------------
@@ -162,17 +181,16 @@ class DuplexStream:
 
     async def _apply(self, message: ClientMessage) -> None:
         if isinstance(message, Invalid):
+            self._refused = message.error if message.config else self._refused
             raise message.error
         if isinstance(message, Ping):
             await self._events.put(Pong())
         elif isinstance(message, Config):
-            if message.protocol not in (None, 1):
-                raise InvalidInput("the protocol is chosen by a connection's first message; this one speaks 1")
-            await self._configure(message.request)
+            await self._configure(message.request, message.protocol)
         elif isinstance(message, Text):
             await asyncio.sleep(self._fragments.wait("text"))
             if self._refused is not None:
-                raise InvalidInput(f"text ignored: the last config was refused ({self._refused.message}); send another")
+                raise ignored_text(self._refused)
             (await self._turn()).push_text(message.text)
         elif isinstance(message, Flush):
             if self._current is not None:
@@ -227,11 +245,12 @@ class DuplexStream:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._pump
 
-    async def _configure(self, request: SpeechRequest) -> None:
+    async def _configure(self, request: SpeechRequest, protocol: int | None = None) -> None:
         if self._current is not None:
             self._current.close()
             self._current = None
         try:
+            check_protocol(protocol, 1)
             validated = self._service.validate(request, needs_text=False)
         except InvalidInput as exc:
             self._refused = exc

@@ -14,6 +14,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from voxserve.errors import InvalidInput, VoxError
 from voxserve.policy import SpeechRequest
+from voxserve.routing import AUTO_VOICE
 from voxserve.server.auth import Principal, bearer_token
 from voxserve.server.metrics import CONTENT_TYPE
 from voxserve.server.protocol import SpeechBody, audio_bytes, http_request, send_within, sse_events
@@ -83,6 +84,7 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
     state = state_of(request)
     service = state.service
     req = service.validate(http_request(body, _voice_for_model(service, body.model, body.voice)), needs_text=True)
+    _check_engine(service, body.model, req)
     async with AsyncExitStack() as undo:
         held = AsyncExitStack()
         await held.enter_async_context(state.admission.slot(service.price(req)))
@@ -106,21 +108,41 @@ async def speech(body: SpeechBody, request: Request, principal: Principal = Depe
 
 
 def _voice_for_model(service: SpeechService, model: str, voice: str | None) -> str | None:
-    """The voice to speak with: ``model`` is an OpenAI model name or one of the server's engines."""
+    """The voice to speak with: ``model`` is an OpenAI model name or one of the server's engines. None lets
+    the text's language pick the voice (:mod:`voxserve.routing`): for ``auto``, and with an engine model for
+    no voice or an OpenAI voice name when the default voice is of that engine (else that engine's first)."""
     name = model.strip().lower()
     engines = service.engines()
     if name not in OPENAI_MODELS and name not in engines:
-        raise InvalidInput(f"unknown model {model!r}; use one of {', '.join(sorted(OPENAI_MODELS | set(engines)))}")
-    if voice in OPENAI_VOICES and voice not in {v.id for v in service.voices()}:
+        raise InvalidInput(
+            f"unknown model {model[:40]!r}; use one of {', '.join(sorted(OPENAI_MODELS | set(engines)))}"
+        )
+    auto = voice is not None and voice.strip().lower() == AUTO_VOICE
+    if auto or (voice in OPENAI_VOICES and voice not in {v.id for v in service.voices()}):
         voice = None  # OpenAI's voice names speak with the default voice
-    if name in OPENAI_MODELS:
-        return voice
+    if (
+        name in OPENAI_MODELS
+        or auto
+        or (voice is None and service.voice(service.settings.default_voice).engine == name)
+    ):
+        return None if auto else voice
     if voice is None:
-        default = service.voice(service.settings.default_voice)
-        return default.id if default.engine == name else next(v.id for v in service.voices() if v.engine == name)
+        return next(v.id for v in service.voices() if v.engine == name)
     if service.voice(voice).engine != name:
         raise InvalidInput(f"voice {voice!r} is not a {name} voice; leave out 'model' or pick a {name} voice")
     return voice
+
+
+def _check_engine(service: SpeechService, model: str, request: SpeechRequest) -> None:
+    """Refuse a request whose text's language took it to a voice of another engine than ``model`` names."""
+    name = model.strip().lower()
+    if name in OPENAI_MODELS or request.voice is None:
+        return
+    if service.voice(request.voice).engine != name:
+        raise InvalidInput(
+            f"the text's language is spoken by voice {request.voice!r}, not a {name} voice; "
+            f"name a {name} voice that reads it, or leave out 'model'"
+        )
 
 
 async def _prepend(first: EncodedChunk | None, rest: AsyncIterator[EncodedChunk]) -> AsyncIterator[EncodedChunk]:
@@ -145,7 +167,7 @@ async def voices(request: Request, principal: Principal = Depends(authorize)) ->
 @router.get("/v1/models")
 async def models(request: Request, principal: Principal = Depends(authorize)) -> dict[str, object]:
     created = int(time.time())
-    names = ["tts-1", "tts-1-hd", *state_of(request).service.engines()]
+    names = [*sorted(OPENAI_MODELS), *state_of(request).service.engines()]
     return {
         "object": "list",
         "data": [{"id": name, "object": "model", "created": created, "owned_by": "voxserve"} for name in names],

@@ -151,16 +151,16 @@ def parse_message(raw: str) -> dx.ClientMessage:
             request = SpeechRequest(
                 voice=_opt_str(data, "voice"),
                 lang=_opt_str(data, "lang"),
-                speed=float(data.get("speed", 1.0)),
-                format=str(data.get("format", "pcm")),
+                speed=_opt_float(data, "speed", 1.0),
+                format=_opt_str(data, "format") or "pcm",
                 sample_rate=_opt_int(data, "sample_rate"),
                 word_timings=_opt_bool(data, "word_timings"),
                 lexicon=parse_entries(data.get("lexicon")),
             )
         except InvalidInput as exc:
-            return dx.Invalid(exc)
+            return dx.Invalid(exc, context, config=True)
         except (TypeError, ValueError) as exc:
-            return dx.Invalid(InvalidInput(f"bad config field: {exc}"))
+            return dx.Invalid(InvalidInput(f"bad config field: {exc}"), context, config=True)
         return dx.Config(request, protocol, context)
     simple: dict[str, dx.ClientMessage] = {
         "flush": dx.Flush(context),
@@ -178,6 +178,15 @@ def _opt_str(data: dict[str, object], key: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise TypeError(f"{key} must be a string")
+
+
+def _opt_float(data: dict[str, object], key: str, default: float) -> float:
+    value = data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"{key} must be a number, got {json.dumps(value)[:40]}")
 
 
 def _opt_bool(data: dict[str, object], key: str) -> bool:
@@ -291,7 +300,7 @@ def grpc_client_message(msg: pb.StreamRequest) -> dx.ClientMessage:
         try:
             return dx.Config(grpc_request(msg.config), msg.config.protocol or None, context)
         except InvalidInput as exc:
-            return dx.Invalid(exc)
+            return dx.Invalid(exc, context, config=True)
     if kind == "text":
         return dx.Text(msg.text.text, context)
     simple: dict[str | None, dx.ClientMessage] = {
