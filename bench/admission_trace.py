@@ -145,7 +145,8 @@ def main() -> None:
     parser.add_argument("--output", default="bench-results/admission-trace")
     args = parser.parse_args()
 
-    state, settings, server = start_server(args.port)
+    served = start_server(args.port)
+    state, settings = served.state, served.settings
     runtime = cast(Runtime, state.runtime)  # the real one: create_app builds it from the settings
     found = runtime.engine_for(args.voice)
     engine = found.name
@@ -191,7 +192,7 @@ def main() -> None:
     finally:
         gc.callbacks.remove(pauses)
         load.kill()
-        server.should_exit = True
+        served.stop()
 
 
 if __name__ == "__main__":

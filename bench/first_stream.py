@@ -34,7 +34,8 @@ def main() -> None:
     args = parser.parse_args()
 
     t0 = time.monotonic()
-    state, _, server = start_server(args.port)
+    served = start_server(args.port)
+    state = served.state
     pool = state.service.runtime.pool
     submitted = pool.run
     jobs: list[tuple[float, str]] = []
@@ -70,7 +71,7 @@ def main() -> None:
         print(f"request at {r['started_s']:.2f} s: stalled {r['underrun_s']:.2f} s at {r['underrun_at_s']} s of audio")
     for _, line in sorted(jobs)[: args.jobs]:
         print(line)
-    server.should_exit = True
+    served.stop()
 
 
 if __name__ == "__main__":

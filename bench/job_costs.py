@@ -113,7 +113,8 @@ def main() -> None:
     stats: list[tuple[int, int | None, float]] = []
     fronts: list[Front] = []
     _watch(jobs, stats, fronts)
-    state, _, server = start_server(args.port)
+    served = start_server(args.port)
+    state = served.state
     command = [sys.executable, "-m", "voxserve", "bench", "--url", f"http://127.0.0.1:{args.port}"]
     command += ["--voice", args.voice, "--concurrency", args.concurrency, "--duration", args.duration]
     command += ["--text-set", args.text_set]
@@ -169,7 +170,7 @@ def main() -> None:
         print("sentence statistics: frames, threads, seconds (every sixth)")
         for frames, threads, seconds in sorted(stats)[:: max(1, len(stats) // 6)]:
             print(f"  {frames:4d}, {threads}: {seconds:.3f}")
-    server.should_exit = True
+    served.stop()
 
 
 if __name__ == "__main__":

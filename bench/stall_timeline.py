@@ -295,7 +295,8 @@ def main() -> None:
     parser.add_argument("--output", default="bench-results/stall-timeline")
     args = parser.parse_args()
 
-    state, _, server = start_server(args.port)
+    served = start_server(args.port)
+    state = served.state
     timelines = _Timelines()
     _watch(timelines)
     timelines.start()
@@ -338,7 +339,7 @@ def main() -> None:
         print("\n".join(f"{at:8.3f}  {line}" for at, line in sorted(timelines.events[key]) if start - 1 <= at <= end))
         print("  other streams' jobs meanwhile:")
         print("\n".join(f"    {job}" for job in timelines.others(key, start, end)))
-    server.should_exit = True
+    served.stop()
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ session, with the caller's :class:`~voxserve.engines.onnx.RunControl`.
 
 A batched call can't be aborted for one stream: a cancelled caller still waiting is dropped (and gets
 :class:`~voxserve.errors.Cancelled`); one already in a running batch waits for that batch. On CPU
-batching gains little (a batch of two 0.5 s windows takes 0.88–1.0× the time of two calls on 2 threads,
-``bench/batching.py``), so it is off there by default.
+a stacked call has not made more audio per core-second than the same windows decoded one by one or
+side by side (``bench/batching.py`` measures it on the machine at hand; docs/benchmarks.md), so it is
+off there by default.
 """
 
 from __future__ import annotations
