@@ -55,3 +55,40 @@ def test_numbers_money_dates_abbreviations(
             read.setdefault(word, text[timing.char_start : timing.char_end])
     for word, original in expected.items():
         assert read[word] == original, (word, read)
+
+
+@pytest.mark.parametrize(
+    ("text", "lang", "expected"),
+    [
+        ("你好，世界。今天天气很好。", "zh", {"你好": "你好", "世界": "世界", "今天天气": "今天天气", "很": "很"}),
+        ("我有3个苹果。", "zh", {"有": "有", "三个": "3个", "苹果": "苹果"}),
+        (
+            "こんにちは、世界。今日はいい天気ですね。",
+            "ja",
+            {"こんにちは": "こんにちは", "世界": "世界", "天気": "天気"},
+        ),
+        ("Hello\u200bworld test.", "en-us", {"Hello": "Hello", "world": "world", "test": "test"}),
+        ("[Kokoro](/kˈOkəɹO/) speaks.", "en-us", {"Kokoro": "Kokoro", "speaks": "speaks"}),
+    ],
+)
+def test_unspaced_scripts_separators_and_phoneme_spans_point_at_their_own_characters(
+    frontend: Frontend, text: str, lang: str, expected: dict[str, str]
+) -> None:
+    """Chinese and Japanese have no spaces between words, a zero-width space parts words without one, and
+    a phoneme span's characters are its word's: each spoken word still points at its own characters,
+    streamed in fragments of three characters."""
+    aligner, segmenter = SourceAligner(), IncrementalSegmenter(4, 400)
+    segments = []
+    for start in range(0, len(text), 3):
+        aligner.push(text[start : start + 3])
+        segments += segmenter.push(text[start : start + 3])
+    segments += segmenter.flush()
+    read: dict[str, str] = {}
+    for segment in segments:
+        words = [w.text for s in frontend.phonemize_segment(segment, lang) for w in s.words]
+        aligner.segment(segment.text, words)
+        for word in filter(spoken, words):
+            timing = aligner.timing(word, 0.0, 0.0)
+            assert timing.char_start is not None and timing.char_end is not None, word
+            read.setdefault(word, text[timing.char_start : timing.char_end])
+    assert {word: read.get(word) for word in expected} == expected, read

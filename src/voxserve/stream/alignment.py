@@ -2,11 +2,16 @@
 
 The frontend speaks normalized words ("$5" becomes "five dollars", "Dr." becomes "Doctor"). Word
 timings carry ``char_start``/``char_end`` into the stream's text as it was sent, so a client can
-highlight or cut at the original characters. Each text segment covers the next whitespace-separated
-tokens of the sent text (the segmenter splits between tokens); its spoken words are matched to those
-tokens by their letters and digits. Words that match a token exactly take that token's span; a run of
-spoken words standing for a run of tokens that reads differently (a number, money, a date, an
-abbreviation) takes the span of the whole run, so "five" and "dollars" both point at "$5".
+highlight or cut at the original characters. Each text segment covers the next characters of the sent
+text, as many as it has besides spaces (the segmenter keeps every other character); its spoken words are
+matched to the tokens there by their letters and digits. Words that match a token exactly take that
+token's span; a run of spoken words standing for a run of tokens that reads differently (a number, money,
+a date, an abbreviation) takes the span of the whole run, so "five" and "dollars" both point at "$5".
+
+Scripts written without spaces (Chinese, Japanese) are matched a character at a time, and a run of
+words whose letters spell a run of characters exactly takes its own characters: "你好" and "世界" in
+"你好，世界。" each point at their own two. Invisible separators (a zero-width space) part tokens as a
+space does, and a ``[word](/phonemes/)`` span is matched by its word alone.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import re
 from collections import deque
 from collections.abc import Sequence
 
+from voxserve.text.markup import MARKUP_RE
 from voxserve.types import WordTiming
 
 Span = tuple[int, int]
-_TOKEN = re.compile(r"\S+")
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # kana and Han: one piece per character
+_PIECE = re.compile(f"[{_UNSPACED}]|[^\\s\u200b-\u200d\u2060\ufeff{_UNSPACED}]+")
 _EDGE_PUNCT = "\"'“”‘’()[]{}<>,.;:!?¿¡…—–-*_"
 
 
@@ -44,8 +51,12 @@ def match_words(words: Sequence[str], source: str, tokens: Sequence[Span]) -> li
             for k in range(i2 - i1):
                 result[i1 + k] = last = _trim(source, tokens[j1 + k])
         elif tag == "replace":
+            parts = _spelled(word_keys[i1:i2], token_keys[j1:j2])
             last = _trim(source, (tokens[j1][0], tokens[j2 - 1][1]))
             for k in range(i1, i2):
+                if parts is not None:
+                    a, b = parts[k - i1]
+                    last = _trim(source, (tokens[j1 + a][0], tokens[j1 + b - 1][1]))
                 result[k] = last
         elif tag == "delete":  # words with no token of their own (added by normalization): the one before
             for k in range(i1, i2):
@@ -54,6 +65,48 @@ def match_words(words: Sequence[str], source: str, tokens: Sequence[Span]) -> li
         first = next((span for span in result if span is not None), _trim(source, tokens[0]))
         result = [span if span is not None else first for span in result]
     return result
+
+
+def _spelled(words: Sequence[str], tokens: Sequence[str]) -> list[tuple[int, int]] | None:
+    """For each of ``words`` (letters and digits), its run of ``tokens``, in order: the run that spells it
+    exactly (tokens with no letters before it passed over), or, for a word read differently ("三个" for
+    "3个"), the tokens up to where the next word is spelled. None unless every word and token is used."""
+
+    def spell(word: str, j: int) -> tuple[int, int] | None:
+        while j < len(tokens) and not tokens[j]:
+            j += 1
+        start, spelled = j, ""
+        while j < len(tokens) and len(spelled) < len(word):
+            spelled += tokens[j]
+            j += 1
+        return (start, j) if spelled == word else None
+
+    runs: list[tuple[int, int]] = []
+    j = 0
+    for i, word in enumerate(words):
+        run = spell(word, j)
+        if run is None:
+            after = words[i + 1] if i + 1 < len(words) else None
+            ends = range(j + 1, len(tokens) + 1) if after is not None else [len(tokens)]
+            end = next((k for k in ends if after is None or spell(after, k) is not None), None)
+            if end is None or end <= j:
+                return None
+            run = (j, end)
+        runs.append(run)
+        j = run[1]
+    return runs if not any(tokens[j:]) else None
+
+
+def pieces(source: str, start: int, end: int) -> list[Span]:
+    """The pieces of ``source[start:end]`` words are matched to: tokens between spaces or invisible
+    separators, each kana or Han character on its own, and the word of a ``[word](/phonemes/)`` span."""
+    found: list[Span] = []
+    at = start
+    for markup in MARKUP_RE.finditer(source, start, end):
+        found += [m.span() for m in _PIECE.finditer(source, at, markup.start())]
+        found += [m.span() for m in _PIECE.finditer(source, *markup.span(1))]
+        at = markup.end()
+    return found + [m.span() for m in _PIECE.finditer(source, at, end)]
 
 
 def _trim(source: str, span: Span) -> Span:
@@ -79,14 +132,16 @@ class SourceAligner:
 
     def segment(self, segment_text: str, words: Sequence[str]) -> None:
         """A text segment is about to be spoken with these words (in order, punctuation included)."""
-        count = len(segment_text.split())
-        tokens: list[Span] = []
-        for found in _TOKEN.finditer(self._text, self._pos):
-            if len(tokens) == count:
-                break
-            tokens.append(found.span())
-        if tokens:
-            self._pos = tokens[-1][1]
+        text, count = self._text, sum(not ch.isspace() for ch in segment_text)
+        start = self._pos
+        while start < len(text) and text[start].isspace():
+            start += 1
+        end = start
+        while end < len(text) and count:
+            count -= not text[end].isspace()
+            end += 1
+        self._pos = end
+        tokens = pieces(text, start, end)
         timed = [w for w in words if spoken(w)]
         self._spans.extend(zip(timed, match_words(timed, self._text, tokens), strict=True))
 
