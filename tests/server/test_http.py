@@ -103,7 +103,11 @@ def test_catalogue(server: RunningServer) -> None:
         assert {PIPER, KOKORO} <= ids
         assert body["voices"] == [v["id"] for v in body["data"]]
     models = {m["id"] for m in httpx.get(server.base + "/v1/models").json()["data"]}
-    assert {"tts-1", "piper", "kokoro"} <= models
+    assert {"tts-1", "gpt-4o-mini-tts", "piper", "kokoro"} <= models
+    client = openai.OpenAI(base_url=server.base + "/v1", api_key="unused", max_retries=0)
+    assert client.models.retrieve("kokoro").id == "kokoro"
+    with pytest.raises(openai.NotFoundError, match="GET /v1/models lists them"):
+        client.models.retrieve("tts-9")
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,16 @@ from voxserve.settings import Settings
 
 access_log = logging.getLogger("voxserve.access")
 _ROUTES = frozenset(
-    {"/v1/audio/speech", "/v1/voices", "/v1/audio/voices", "/v1/models", "/healthz", "/readyz", "/metrics"}
+    {
+        "/v1/audio/speech",
+        "/v1/voices",
+        "/v1/audio/voices",
+        "/v1/models",
+        "/v1/models/{model_id}",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    }
 )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Message, Receive, Scope, Send
 
 from voxserve.errors import InvalidInput, VoxError
@@ -166,12 +167,20 @@ async def voices(request: Request, principal: Principal = Depends(authorize)) ->
 
 @router.get("/v1/models")
 async def models(request: Request, principal: Principal = Depends(authorize)) -> dict[str, object]:
-    created = int(time.time())
     names = [*sorted(OPENAI_MODELS), *state_of(request).service.engines()]
-    return {
-        "object": "list",
-        "data": [{"id": name, "object": "model", "created": created, "owned_by": "voxserve"} for name in names],
-    }
+    return {"object": "list", "data": [_model(name) for name in names]}
+
+
+@router.get("/v1/models/{model_id}")
+async def model(model_id: str, request: Request, principal: Principal = Depends(authorize)) -> dict[str, object]:
+    """One model, as OpenAI's ``models.retrieve`` asks for it; an unknown one is a 404 in the error envelope."""
+    if model_id not in OPENAI_MODELS | set(state_of(request).service.engines()):
+        raise StarletteHTTPException(404, f"no model {model_id[:40]!r}; GET /v1/models lists them")
+    return _model(model_id)
+
+
+def _model(name: str) -> dict[str, object]:
+    return {"id": name, "object": "model", "created": int(time.time()), "owned_by": "voxserve"}
 
 
 @router.get("/healthz")

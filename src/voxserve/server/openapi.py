@@ -16,6 +16,7 @@ from fastapi.openapi.utils import get_openapi
 
 from voxserve.audio.encode import content_type, supported_formats
 from voxserve.limits import MAX_OUTPUT_RATE, MAX_SPEED, MIN_OUTPUT_RATE, MIN_SPEED
+from voxserve.server.http_routes import OPENAI_MODELS
 from voxserve.settings import Settings
 
 _ERROR_SCHEMA = {
@@ -33,6 +34,7 @@ _WHY = {
     400: "The request is malformed or asks for something impossible (its message says what to fix).",
     401: "Missing or invalid credentials (when authentication is on).",
     403: "The credentials do not allow this.",
+    404: "No such model.",
     413: "The input is larger than the server's limit.",
     429: "Rate limited; retry after Retry-After seconds.",
     503: "Not ready, draining, or at capacity; retry (Retry-After when known).",
@@ -43,6 +45,7 @@ _ERRORS = {
     ("/v1/voices", "get"): (401, 403, 429, 503),
     ("/v1/audio/voices", "get"): (401, 403, 429, 503),
     ("/v1/models", "get"): (401, 403, 429, 503),
+    ("/v1/models/{model_id}", "get"): (401, 403, 404, 429, 503),
     ("/readyz", "get"): (503,),
 }
 
@@ -89,3 +92,6 @@ def _correct(doc: dict[str, Any], settings: Settings) -> None:
     body["response_format"]["enum"] = list(supported_formats())
     rate = next(option for option in body["sample_rate"]["anyOf"] if option.get("type") == "integer")
     rate.update(minimum=MIN_OUTPUT_RATE, maximum=MAX_OUTPUT_RATE)
+    for parameter in doc["paths"]["/v1/models/{model_id}"]["get"]["parameters"]:
+        if parameter["name"] == "model_id":  # the models served: the OpenAI names and the engines loaded
+            parameter["schema"]["enum"] = sorted(OPENAI_MODELS | set(settings.engines))
