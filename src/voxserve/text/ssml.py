@@ -33,7 +33,8 @@ class SsmlText:
 
 
 def looks_like_ssml(text: str) -> bool:
-    return text.lstrip().startswith("<speak")
+    """Whether ``text`` is an SSML document: it starts with a ``<speak`` element, in any case."""
+    return re.match(r"<speak[\s>/]", text.lstrip()[:7], re.IGNORECASE) is not None
 
 
 def ssml_to_text(document: str) -> SsmlText:
