@@ -17,10 +17,10 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from voxserve.errors import VoxError
+from voxserve.errors import InvalidInput, VoxError
 from voxserve.limits import MAX_OUTPUT_RATE as MAX_RATE
 from voxserve.limits import MIN_OUTPUT_RATE as MIN_RATE
-from voxserve.limits import check_sample_rate
+from voxserve.limits import check_sample_rate, check_speed
 from voxserve.settings import Settings
 
 # File extensions that name an output format; other extensions say nothing about it.
@@ -192,6 +192,9 @@ def cmd_say(args: argparse.Namespace) -> int:
     if args.output is None and not args.play and sys.stdout.isatty():
         raise VoxError("refusing to write audio to a terminal; pass -o FILE or --play")
     check_sample_rate(args.sample_rate)  # what the request policy checks, before the models load
+    check_speed(args.speed)
+    if not text.strip():
+        raise InvalidInput("input text is empty: pass the text as arguments or on standard input")
     _output_format(args.format, args.output)  # a mismatch fails before the models load
     if args.output is not None:
         _check_output(args.output)

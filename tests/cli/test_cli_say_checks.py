@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,18 @@ def test_unwritable_outputs_are_one_clear_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("rate", ["7", "7999", "48001"])
 def test_sample_rate_outside_the_server_range_is_refused(tmp_path: Path, rate: str) -> None:
     assert_one_error_line(run("-q", "say", "Hi.", "-r", rate, "-o", str(tmp_path / "x.wav")), "8000", "48000")
+    assert not (tmp_path / "x.wav").exists()
+
+
+def test_a_bad_speed_or_empty_text_is_refused_before_the_models_load(tmp_path: Path) -> None:
+    """What can be checked without the voices fails at once: loading the models takes seconds. With an
+    empty cache and no models anywhere, a load would fail first, with another error."""
+    env = {**os.environ, "VOXSERVE_CACHE_DIR": str(tmp_path / "cache"), "VOXSERVE_MODEL_PATH": str(tmp_path)}
+    for args, needle in ((("Hi.", "-s", "3"), "speed must be between"), (("  ",), "input text is empty")):
+        result = subprocess.run(
+            [*VOXSERVE, "-q", "say", *args, "-o", str(tmp_path / "x.wav")], capture_output=True, text=True, env=env
+        )
+        assert_one_error_line(result, needle)
     assert not (tmp_path / "x.wav").exists()
 
 
