@@ -78,6 +78,9 @@ def test_ssml_becomes_the_text_it_reads(policy: RequestPolicy) -> None:
     assert read.text.strip() == "Hi there." and read.speed == pytest.approx(1.5)
     with pytest.raises(InvalidInput, match="input_format"):
         resolve(policy, input_format="html")
+    entities = '<?xml version="1.0"?><!DOCTYPE speak [<!ENTITY w "word word word ">]>'
+    with pytest.raises(InputTooLarge, match="reads as 74 characters once its entities are expanded; the limit is 40"):
+        resolve(policy, text=entities + "<speak>&w;&w;&w;&w;&w;</speak>", input_format="ssml")  # 99 sent
 
 
 def test_the_deep_checks_say_what_the_policy_says() -> None:

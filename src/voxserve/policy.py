@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from voxserve.audio import encoded_rate, supported_formats
 from voxserve.engines.voices import blend_lead, parse_blend
-from voxserve.errors import InvalidInput, UnknownVoice, UnsupportedLanguage
+from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, UnsupportedLanguage
 from voxserve.limits import check_input_length, check_sample_rate, check_speed, check_voice_spec
 from voxserve.routing import AUTO_VOICE, Router
 from voxserve.settings import Settings
@@ -118,13 +118,18 @@ class VoiceBook:
         return VoiceInfo(canonical, first.engine, first.lang, first.gender, first.sample_rate, "blend")
 
 
-def _read_ssml(request: SpeechRequest) -> SpeechRequest:
+def _read_ssml(request: SpeechRequest, max_chars: int) -> SpeechRequest:
     kind = (request.input_format or "").lower()
     if kind not in ("", "text", "ssml"):
         raise InvalidInput(f"input_format must be 'text' or 'ssml', got {request.input_format!r}")
     if request.phonemes or (kind != "ssml" and (kind == "text" or not looks_like_ssml(request.text))):
         return request
     document = ssml_to_text(request.text)
+    if len(document.text) > max_chars:  # its entities expand: say so, not the length the caller never sent
+        raise InputTooLarge(
+            f"the SSML document reads as {len(document.text)} characters once its entities are expanded; "
+            f"the limit is {max_chars}"
+        )
     speed = request.speed * document.speed if document.speed is not None else request.speed
     return replace(request, text=document.text, speed=speed, input_format="text")
 
@@ -143,7 +148,7 @@ class RequestPolicy:
     def resolve(self, request: SpeechRequest, *, needs_text: bool) -> SpeechRequest:
         """Fill defaults and check every option; raise :class:`InvalidInput` (or a subclass) saying what
         to fix. SSML input becomes the text it reads; the voice becomes its id as listed."""
-        request = _read_ssml(request)
+        request = _read_ssml(request, self.settings.max_input_chars)
         named = None if request.voice is None or request.voice.strip().lower() == AUTO_VOICE else request.voice
         if named is not None:
             named = self.voice(named.strip()).id  # an unknown voice is an UnknownVoice, whatever the text

@@ -69,4 +69,5 @@ def test_detection() -> None:
     assert looks_like_ssml("  <speak>Hi</speak>") and not looks_like_ssml("I <3 speakers")
     assert looks_like_ssml('<SPEAK xml:lang="en">Hi</SPEAK>') and looks_like_ssml("<speak/>")
     assert not looks_like_ssml("<speaker>Hi</speaker>")
+    assert looks_like_ssml('<?xml version="1.0"?>\n<speak>Hi</speak>')
     assert ssml_to_text("<SPEAK>Upper<BREAK time='1s'/>case.</SPEAK>").text == "Upper. case."

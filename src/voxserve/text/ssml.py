@@ -22,6 +22,7 @@ _RATES = {"x-slow": 0.6, "slow": 0.8, "medium": 1.0, "fast": 1.25, "x-fast": 1.5
 _STRONG = {"strong", "x-strong"}
 _STRENGTHS = {"none", "x-weak", "weak", "medium", *_STRONG}
 _SENTENCE_END = ".!?…。！？"
+_SPEAK = re.compile(r"(<\?xml[^>]{0,200}\?>\s*)?<speak[\s>/]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,9 @@ class SsmlText:
 
 
 def looks_like_ssml(text: str) -> bool:
-    """Whether ``text`` is an SSML document: it starts with a ``<speak`` element, in any case."""
-    return re.match(r"<speak[\s>/]", text.lstrip()[:7], re.IGNORECASE) is not None
+    """Whether ``text`` is an SSML document: it starts with a ``<speak`` element, in any case, or with an XML
+    declaration and then one."""
+    return _SPEAK.match(text.lstrip()) is not None
 
 
 def ssml_to_text(document: str) -> SsmlText:
