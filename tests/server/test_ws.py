@@ -6,6 +6,7 @@ import json
 import time
 from typing import Any
 
+import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
@@ -134,6 +135,15 @@ def test_bad_messages_are_refused_but_connection_lives(server: RunningServer) ->
         assert recv_json(ws)["code"] == "invalid_request"
         send(ws, type="config", voice=PIPER, format="mp3", sample_rate=16000)
         assert recv_json(ws)["sample_rate"] == 16000
+        send(ws, type="ping")
+        assert recv_json(ws)["type"] == "pong"
+
+
+def test_a_plain_http_request_to_the_websocket_path_is_told_to_upgrade(server: RunningServer) -> None:
+    plain = httpx.get(server.base + "/v1/tts/stream")
+    assert plain.status_code == 426 and plain.headers["upgrade"] == "websocket"
+    assert plain.json()["error"]["code"] == "upgrade_required"
+    with connect(server.ws) as ws:  # the WebSocket itself is unchanged
         send(ws, type="ping")
         assert recv_json(ws)["type"] == "pong"
 

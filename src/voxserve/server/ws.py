@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 
 from fastapi import APIRouter, WebSocket
+from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from voxserve.errors import IdleTimeout, InputTooLarge, InvalidInput, Unauthorized, VoxError, ws_close_code
@@ -39,6 +40,14 @@ class _Open:
     @property
     def quiet(self) -> bool:
         return not self.sending and (self.stream is None or self.stream.quiet)
+
+
+@ws_router.get("/v1/tts/stream", include_in_schema=False)
+async def not_upgraded() -> JSONResponse:
+    """A plain HTTP request to the WebSocket path (curl, a browser): 426 saying how to connect, not a 404."""
+    message = "GET /v1/tts/stream is a WebSocket endpoint: connect with a WebSocket client (docs/protocol.md)"
+    body = {"error": {"code": "upgrade_required", "message": message, "type": "UpgradeRequired"}}
+    return JSONResponse(body, status_code=426, headers={"Upgrade": "websocket", "Connection": "Upgrade"})
 
 
 @ws_router.websocket("/v1/tts/stream")
