@@ -1,6 +1,6 @@
 """A short real evaluation: Piper English and Kokoro Spanish sentences through Whisper, PESQ/STOI (and
-Kokoro's windows against one decode) and the seam statistics; the report is written and the speech is
-understood."""
+each engine's windows against one decode of the same front) and the seam statistics; the report is
+written and the speech is understood."""
 
 from __future__ import annotations
 
@@ -28,13 +28,17 @@ def test_short_eval_writes_a_report_with_low_error_rates(runtime: Runtime, tmp_p
     ]
     for s in summaries:
         assert s.error_rate <= 0.2, [(r.text, r.heard) for r in results if r.voice == s.voice]
-        assert s.stoi_median is not None and 0 < s.stoi_median <= 1
         assert s.joins > 0
         assert s.dnsmos_ovrl is None
-    kokoro = summaries[1]
-    assert kokoro.window_pesq_median is not None and 1 <= kokoro.window_pesq_median <= 4.7
-    assert kokoro.window_stoi_median is not None and 0 < kokoro.window_stoi_median <= 1
-    assert summaries[0].window_pesq_median is None  # Piper: its streamed-vs-whole pair already isolates windows
+        assert s.window_pesq_median is not None and 1 <= s.window_pesq_median <= 4.7
+        assert s.window_stoi_median is not None and 0 < s.window_stoi_median <= 1
+    piper, kokoro = summaries
+    assert kokoro.stoi_median is not None and 0 < kokoro.stoi_median <= 1
+    # Piper's front draws random noise: a whole synthesis never lines up with a streamed one, so it has no
+    # streamed-vs-whole score; its windows against one decode of the same front are as good as the bar asks
+    assert piper.pesq_median is None and piper.stoi_median is None
+    assert piper.window_pesq_median is not None and piper.window_pesq_median >= 3.5
+    assert piper.window_stoi_median is not None and piper.window_stoi_median >= 0.9
     report = (tmp_path / "report.md").read_text()
     assert "| en | en_US-joe-medium | piper | 2 | WER" in report and "| es | ef_dora | kokoro | 2 | CER" in report
     assert (tmp_path / "intelligibility.png").stat().st_size > 1000 and (tmp_path / "fidelity.png").exists()

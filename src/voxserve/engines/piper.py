@@ -13,11 +13,11 @@ import numpy.typing as npt
 from voxserve.engines.base import Alphabet
 from voxserve.engines.onnx import OnnxSession, RunControl
 from voxserve.engines.piper_stream import HOP as PIPER_HOP
-from voxserve.engines.piper_stream import PiperStreamer
+from voxserve.engines.piper_stream import PiperFront, PiperStreamer
 from voxserve.engines.windowing import WindowConfig, WindowCost, run_graph
 from voxserve.errors import InvalidInput, ModelError, UnknownVoice
 from voxserve.limits import check_speed
-from voxserve.types import EngineAudio, VoiceInfo
+from voxserve.types import EngineAudio, FloatAudio, VoiceInfo
 
 PAD, BOS, EOS = "_", "^", "$"
 SPEAKER_SEP = "@"  # en_US-libritts_r-medium@p225: one speaker of a multi-speaker voice
@@ -195,18 +195,36 @@ class PiperEngine:
         if self._streamer is None:  # sentence mode, or a voice whose graph could not be split
             yield self.synthesize(phonemes, voice, speed, control)
             return
+        front = self.front(phonemes, voice, speed, control)
+        yield from self.decode_front(front, first_window_s, next_window_s, control)
+
+    def front(self, phonemes: str, voice: str, speed: float = 1.0, control: RunControl | None = None) -> PiperFront:
+        """The latent and durations of ``phonemes`` (the split graph's front, with its random draws): what
+        :meth:`decode_front` decodes. Windowed engines only."""
+        assert self._streamer is not None, "the Piper front needs the split graphs (decode_mode=windowed)"
         self.check_voice(voice)
         noise_scale, length_scale, noise_w = (float(x) for x in self.scales(speed))
         ids = self.phoneme_ids(phonemes.strip())
         if len(ids) <= 3:
             raise InvalidInput("nothing to synthesize: the phoneme string is empty")
-        front = self._streamer.front(
+        return self._streamer.front(
             np.array(ids, dtype=np.int64),
             length_scale=length_scale,
             noise_scale=noise_scale,
             noise_w=noise_w,
             control=control,
         )
+
+    def decode_front(
+        self,
+        front: PiperFront,
+        first_window_s: float | None = None,
+        next_window_s: Callable[[], float | None] | None = None,
+        control: RunControl | None = None,
+    ) -> Iterator[EngineAudio]:
+        """``front`` decoded in the server's windows (:meth:`stream` after the front); ``decode_whole``
+        decodes the same front in one call, which the evaluation compares them with."""
+        assert self._streamer is not None
         w = self._windows
         frame_s = PIPER_HOP / self.sample_rate
         first, following, largest = w.plan(first_window_s, frame_s)
@@ -219,3 +237,8 @@ class PiperEngine:
             next_window_frames=w.sizer(next_window_s, frame_s),
             control=control,
         )
+
+    def decode_whole(self, front: PiperFront) -> FloatAudio:
+        """``front`` decoded in one call of the split decoder."""
+        assert self._streamer is not None
+        return self._streamer.decode(front)

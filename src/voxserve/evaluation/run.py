@@ -16,6 +16,7 @@ from voxserve.evaluation import asr
 from voxserve.evaluation import peers as peer_libs
 from voxserve.evaluation.fidelity import SeamStats, dnsmos, pesq_stoi, seams, trim_silence
 from voxserve.evaluation.synth import Synthesis, Synthesizer
+from voxserve.text.languages import lang_for_voice
 
 # language → (text set, voices evaluated by default); English runs on both engines
 DEFAULT_VOICES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -189,7 +190,7 @@ class Evaluation:
         rate = streamed.sample_rate
         heard, error = self._hear(language, text, streamed.samples, rate)
         scores: tuple[float | None, float | None] = (None, None)
-        if len(streamed.samples) and len(whole.samples):
+        if engine != "piper" and len(streamed.samples) and len(whole.samples):  # Piper's draws never line up
             scores = pesq_stoi(whole.samples, streamed.samples, rate)
         windowed: tuple[float | None, float | None] = (None, None)
         if engine == "kokoro":
@@ -197,6 +198,8 @@ class Evaluation:
             windowed = pesq_stoi(reference, test, rate)
             if "kokoro-onnx" in self.peers:
                 self._windowed[(voice, text)] = test
+        elif engine == "piper":
+            windowed = pesq_stoi(*self.synthesizer.piper_windows(text, voice, lang_for_voice(voice)), rate)
         result = SentenceResult(
             language=language,
             voice=voice,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from voxserve.engines.piper import PiperEngine
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
 from voxserve.tuning import Tuning
@@ -57,6 +58,17 @@ class Synthesizer:
     def kokoro_phonemes(self, text: str, lang: str) -> str:
         """The phonemes the server's front end gives Kokoro for ``text``."""
         return self._kokoro().phonemes(text, lang)
+
+    def piper_windows(self, text: str, voice: str, lang: str) -> tuple[np.ndarray, np.ndarray]:
+        """Piper only: one front of ``text`` decoded in one call and in the server's windows. Piper's front
+        draws random noise for its durations and latent, so two syntheses never line up; decoding the
+        same front both ways isolates what windowed decoding changes, as for Kokoro."""
+        engine = self.streamed.engines["piper"]
+        assert isinstance(engine, PiperEngine) and engine.windowed, "Piper windowing needs decode_mode=windowed"
+        segments = self.streamed.frontend.phonemize(text, lang, engine.alphabet, max_phonemes=engine.max_phonemes)
+        front = engine.front(" ".join(s.phonemes for s in segments), voice)
+        windows = engine.decode_front(front, first_window_s=self.streamed.window_config().first_s)
+        return np.asarray(engine.decode_whole(front)), np.concatenate([piece.samples for piece in windows])
 
     def voices(self) -> dict[str, str]:
         """voice id → engine."""
