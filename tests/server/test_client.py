@@ -95,6 +95,34 @@ def test_errors_are_typed(server: RunningServer) -> None:
     asyncio.run(run())
 
 
+def test_a_server_out_of_reach_or_too_slow_is_a_typed_error_too(server: RunningServer) -> None:
+    """A client that catches :class:`VoxServeError` also catches a server that is down (retryable: it may
+    be restarting) and one that does not answer within the client's timeout, on HTTP and WebSocket."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+    async def run() -> None:
+        async with AsyncClient(down, retries=0) as client:
+            for attempt in (client.voices, lambda: client.synthesize(SHORT)):
+                with pytest.raises(VoxServeError) as info:
+                    await attempt()
+                assert info.value.code == "unavailable" and info.value.retryable, info.value
+            with pytest.raises(VoxServeError, match="unavailable"):
+                async with client.connect():
+                    pass
+        async with AsyncClient(server.base, retries=0, timeout_s=0.001) as client:
+            with pytest.raises(VoxServeError) as info:
+                await client.synthesize(LONG, voice=PIPER)
+            assert info.value.code == "timeout" and not info.value.retryable
+
+    asyncio.run(run())
+    with Client(down, retries=0) as blocking, pytest.raises(VoxServeError, match="unavailable"):
+        blocking.voices()
+
+
 def test_retries_a_busy_server_after_retry_after(make_server: ServerMaker) -> None:
     """With the only stream slot taken, the first try gets 503 + Retry-After; the client waits, tries again
     once the slot is free, and succeeds."""

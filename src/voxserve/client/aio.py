@@ -60,6 +60,14 @@ def _http_error(response: httpx.Response, body: bytes) -> VoxServeError:
     return VoxServeError(code, message, status=response.status_code, retry_after_s=retry)
 
 
+def _unreachable(url: str, exc: Exception) -> VoxServeError:
+    """A request that never got the server's answer: ``timeout`` (no answer within the client's
+    ``timeout_s``) or ``unavailable`` (no connection: the server is down or restarting; retryable)."""
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        return VoxServeError("timeout", f"{url}: no answer within the client's timeout ({type(exc).__name__})")
+    return VoxServeError("unavailable", f"{url}: cannot reach the server ({exc or type(exc).__name__})")
+
+
 class AsyncClient:
     """A voxserve server at ``base_url`` (``http://host:port``). ``retries``: how often a busy server
     (503 / 1013) is asked again before the error is raised."""
@@ -80,7 +88,10 @@ class AsyncClient:
         await self._http.aclose()
 
     async def voices(self) -> list[Voice]:
-        response = await self._http.get("/v1/voices")
+        try:
+            response = await self._http.get("/v1/voices")
+        except httpx.TransportError as exc:
+            raise _unreachable(self.base_url, exc) from exc
         if response.status_code != 200:
             raise _http_error(response, response.content)
         return [
@@ -120,29 +131,39 @@ class AsyncClient:
         body["timestamps"] = word_timings
         response = await with_retries(lambda: self._open_stream(body), self.retries)
         try:
-            rate = int(response.headers.get("x-sample-rate", 0))
-            offset, index = 0.0, 0
-            async for line in response.aiter_lines():
-                if not line.startswith("data: "):
-                    continue
-                event = json.loads(line[6:])
-                if event.get("type") == "error" or "error" in event:
-                    error = event.get("error", event)
-                    raise VoxServeError(str(error.get("code", "error")), str(error.get("message", "")))
-                if event.get("type") != "speech.audio.delta":
-                    continue
-                audio = base64.b64decode(event["audio"])
-                duration = _duration(audio, format, rate)
-                words = words_of(event.get("words"))
-                yield rate, AudioFrame(audio, offset, duration, words, bool(event.get("final")), index)
-                offset += duration
-                index += 1
+            async for item in self._events(response, format):
+                yield item
+        except httpx.TransportError as exc:  # the stream broke off, or stalled past the timeout
+            raise _unreachable(self.base_url, exc) from exc
         finally:
             await response.aclose()
 
+    async def _events(self, response: httpx.Response, format: str) -> AsyncIterator[tuple[int, AudioFrame]]:
+        """The frames of an SSE speech response."""
+        rate = int(response.headers.get("x-sample-rate", 0))
+        offset, index = 0.0, 0
+        async for line in response.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            event = json.loads(line[6:])
+            if event.get("type") == "error" or "error" in event:
+                error = event.get("error", event)
+                raise VoxServeError(str(error.get("code", "error")), str(error.get("message", "")))
+            if event.get("type") != "speech.audio.delta":
+                continue
+            audio = base64.b64decode(event["audio"])
+            duration = _duration(audio, format, rate)
+            words = words_of(event.get("words"))
+            yield rate, AudioFrame(audio, offset, duration, words, bool(event.get("final")), index)
+            offset += duration
+            index += 1
+
     async def _open_stream(self, body: dict[str, Any]) -> httpx.Response:
         request = self._http.build_request("POST", "/v1/audio/speech", json=body)
-        response = await self._http.send(request, stream=True)
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise _unreachable(self.base_url, exc) from exc
         if response.status_code != 200:
             content = await response.aread()
             await response.aclose()
@@ -190,6 +211,8 @@ class Connection:
         except InvalidStatus as exc:
             status = exc.response.status_code
             raise VoxServeError("http_error", f"WebSocket handshake got {status}", status=status) from None
+        except (OSError, TimeoutError) as exc:  # refused, unreachable, or no handshake in time
+            raise _unreachable(self._url, exc) from exc
         try:
             await ws.send(json.dumps({"type": "config", "protocol": 2, **self._config}))
             message = json.loads(await ws.recv())

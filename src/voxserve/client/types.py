@@ -103,8 +103,9 @@ class Voice:
 
 
 class VoxServeError(Exception):
-    """The server refused or failed a request. ``status``: the HTTP status or WebSocket close code, when
-    there is one; ``retry_after_s``: how long the server asked to wait before trying again."""
+    """The server refused or failed a request, or could not be reached (``unavailable``, ``timeout``).
+    ``status``: the HTTP status or WebSocket close code, when there is one; ``retry_after_s``: how long the
+    server asked to wait before trying again."""
 
     def __init__(
         self,
@@ -124,8 +125,9 @@ class VoxServeError(Exception):
 
     @property
     def retryable(self) -> bool:
-        """Busy or restarting (HTTP 503, WebSocket 1013, ``overloaded``/``shutting_down``): try again."""
-        return self.status in (503, 1013) or self.code in ("overloaded", "shutting_down", "not_ready")
+        """Busy or restarting (HTTP 503, WebSocket 1013, ``overloaded``/``shutting_down``, or no connection
+        at all: ``unavailable``): try again."""
+        return self.status in (503, 1013) or self.code in ("overloaded", "shutting_down", "not_ready", "unavailable")
 
 
 def source_words(words: Iterable[WordTiming], text: str) -> Iterator[tuple[WordTiming, str]]:
