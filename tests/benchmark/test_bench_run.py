@@ -88,3 +88,20 @@ def test_bench_refuses_incremental_http_and_unknown_voices(bench_server: Running
     assert main([*base, "--voice", "nobody"]) == 2
     assert main([*base, "--transport", "smoke"]) == 2
     assert not (tmp_path / "results.json").exists()
+
+
+def test_bench_refuses_a_grpc_target_with_no_server_before_any_request(
+    bench_server: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The HTTP URL answers but nothing serves gRPC where the run would send it: one clear error, exit 2,
+    instead of a run whose every request fails."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        nowhere = f"127.0.0.1:{probe.getsockname()[1]}"
+    args = ["-q", "bench", "--url", bench_server.base, "--output", str(tmp_path), "--transport", "grpc"]
+    assert main([*args, "--grpc-target", nowhere, "--duration", "2"]) == 2
+    error = capsys.readouterr().err
+    assert f"gRPC at {nowhere}: UNAVAILABLE" in error and "--grpc-target" in error, error
+    assert not (tmp_path / "results.json").exists()

@@ -118,7 +118,7 @@ async def _run(
     from voxserve.benchmark.capacity import CapacityResult, CapacityTarget, find_capacity
     from voxserve.benchmark.soak import soak
     from voxserve.benchmark.stats import LevelSummary, summarize
-    from voxserve.benchmark.transports import Clients
+    from voxserve.benchmark.transports import Clients, TransportError
     from voxserve.benchmark.workload import Plan, Progress, closed_loop, open_loop
 
     grpc_target = args.grpc_target or f"{urlparse(args.url).hostname or '127.0.0.1'}:50051"
@@ -129,6 +129,11 @@ async def _run(
             catalogue = await clients.catalogue()
         except Exception as exc:  # any failure to reach the server is the same message to the user
             raise InvalidInput(f"cannot read the voice list from {args.url}: {exc}") from None
+        if "grpc" in transports:
+            try:
+                await clients.check_grpc()
+            except TransportError as exc:
+                raise InvalidInput(f"{exc}; pass the server's gRPC host:port with --grpc-target") from None
         rates = {voice: rate for voice, (_, rate) in catalogue.items()}
         play = not args.unpaced
         voices = _voices(args.voice, catalogue, one_per_engine=args.soak is not None)
@@ -227,6 +232,10 @@ async def _run(
         written = plots.draw_all(series, output)
         _write(output, results)
         print(f"wrote {output / 'results.json'} and {', '.join(p.name for p in written)}", file=sys.stderr)
+        every = [r for levels_ in series.values() for level in levels_ for r in level.records]
+        if every and all(r.error for r in every):
+            print(f"voxserve bench: every request failed, e.g. {every[0].error}", file=sys.stderr)
+            return 1
         return 0
     finally:
         await clients.aclose()

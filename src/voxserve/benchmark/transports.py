@@ -88,6 +88,14 @@ class Clients:
         response.raise_for_status()
         return {item["id"]: (str(item["engine"]), int(item["sample_rate"])) for item in response.json()["data"]}
 
+    async def check_grpc(self, timeout_s: float = 5.0) -> None:
+        """Raise :class:`TransportError` unless the gRPC server at ``grpc_target`` lists its voices within
+        ``timeout_s``: a run over gRPC at a wrong target would otherwise fail every request."""
+        try:
+            await self.stub.ListVoices(pb.ListVoicesRequest(), metadata=self.metadata, timeout=timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            raise TransportError(f"gRPC at {self.grpc_target}: {exc.code().name} ({exc.details()})") from None
+
     async def aclose(self) -> None:
         await self.http.aclose()
         if self._channel is not None:
