@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cache-dir", dest="cache_dir", help="model cache (default ~/.cache/voxserve)")
     parser.add_argument("--model-path", dest="model_path", help="local directory with model files")
     parser.add_argument("--threads", dest="intra_op_threads", type=int, help="ONNX Runtime threads per session")
-    parser.add_argument("-q", "--quiet", action="store_true", help="less output")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress log (serve, models fetch)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     say = sub.add_parser("say", help="synthesize text to a file, stdout or the speaker")
@@ -275,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="fetch, list or encrypt model files")
     models.add_argument("action", choices=["fetch", "list", "encrypt"])
     models.add_argument(
-        "names", nargs="*", help="catalog voices to fetch instead of the built-in models (piper:<voice>)"
+        "names", nargs="*", default=[], help="catalog voices to fetch instead of the built-in models (piper:<voice>)"
     )
     models.add_argument("--force", action="store_true", help="fetch again even if present")
     models.add_argument(
@@ -327,9 +327,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(levelname)s %(message)s")
+    # a server and a model fetch report what they do; the other commands print their results, and their
+    # loading's notes (the decoder precision, each G2P built, the audit record) would only bury them
+    chatty = (args.func is cmd_serve or getattr(args, "action", None) == "fetch") and not args.quiet
+    logging.basicConfig(level=logging.INFO if chatty else logging.WARNING, format="%(levelname)s %(message)s")
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # here, where a reader gone away is caught below, not at the interpreter's exit
+        return code
     except VoxError as exc:
         print(f"voxserve: error: {exc.message}", file=sys.stderr)
         return 2
@@ -341,6 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (``voxserve voices | head``): nothing more to write
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush fails quietly
+        return 0
 
 
 if __name__ == "__main__":

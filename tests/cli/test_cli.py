@@ -66,6 +66,19 @@ def test_voices_lists_both_engines() -> None:
     assert any(line.split()[:4] == ["zf_xiaoxiao", "zh", "female", "kokoro"] for line in lines[1:])
 
 
+def test_a_reader_that_goes_away_is_no_error_and_models_names_its_missing_action() -> None:
+    """``voxserve voices | head`` is normal use: the pipe closing early ends the listing quietly."""
+    piped = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m voxserve -q voices | true"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert piped.returncode == 0 and "Traceback" not in piped.stderr, piped.stderr
+    bare = run("models")
+    assert bare.returncode == 2 and bare.stderr.splitlines()[-1].endswith("required: action"), bare.stderr
+
+
 def test_models_list_shows_checksums() -> None:
     result = run("-q", "models", "list")
     assert result.returncode == 0, result.stderr
