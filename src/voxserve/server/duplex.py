@@ -181,7 +181,8 @@ class DuplexStream:
 
     async def _apply(self, message: ClientMessage) -> None:
         if isinstance(message, Invalid):
-            self._refused = message.error if message.config else self._refused
+            if message.config:
+                self._refused = message.error
             raise message.error
         if isinstance(message, Ping):
             await self._events.put(Pong())

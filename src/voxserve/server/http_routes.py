@@ -120,7 +120,7 @@ def _voice_for_model(service: SpeechService, model: str, voice: str | None) -> s
         )
     auto = voice is not None and voice.strip().lower() == AUTO_VOICE
     if auto or (voice in OPENAI_VOICES and voice not in {v.id for v in service.voices()}):
-        voice = None  # OpenAI's voice names speak with the default voice
+        voice = None  # 'auto' and OpenAI's voice names name no voice of their own
     if (
         name in OPENAI_MODELS
         or auto
