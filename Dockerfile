@@ -37,8 +37,10 @@ ENV PATH=/opt/voxserve/bin:$PATH \
     VOXSERVE_GRPC_PORT=50051
 USER 10001:10001
 EXPOSE 8000 50051
-# ready once the models are loaded and warm; 503 while full or draining (on SIGTERM)
+# alive: /healthz on VOXSERVE_HOST/PORT, over TLS when it is on (a replica full or draining is alive;
+# /readyz, which says so, is for the balancer)
+COPY deploy/systemd/voxserve-healthcheck /usr/local/bin/voxserve-healthcheck
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)"]
+    CMD ["python", "/usr/local/bin/voxserve-healthcheck", "--within", "1", "--timeout", "2"]
 STOPSIGNAL SIGTERM
 CMD ["voxserve", "serve"]

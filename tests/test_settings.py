@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from voxserve.settings import Settings
@@ -42,3 +44,22 @@ def test_trusted_proxies_are_addresses_or_networks(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("VOXSERVE_TRUSTED_PROXIES", "10.0.0.0/8,nginx")
     with pytest.raises(ValueError, match="'nginx' is not an address or network"):
         Settings(_env_file=None)
+    # a network written loosely is stored as the network it names: HTTP's proxy check (uvicorn) parses
+    # strictly and would take "127.0.0.1/8" for a name, where gRPC's matched it as a network
+    monkeypatch.setenv("VOXSERVE_TRUSTED_PROXIES", "127.0.0.1/8, *, 10.1.2.3/32")
+    assert Settings(_env_file=None).trusted_proxies == ["127.0.0.0/8", "*", "10.1.2.3"]
+
+
+def test_ports_are_in_range_and_tls_needs_both_existing_files(tmp_path: Path) -> None:
+    for port in (-1, 70000):
+        with pytest.raises(ValueError, match="port"):
+            Settings(_env_file=None, port=port)
+        with pytest.raises(ValueError, match="grpc_port"):
+            Settings(_env_file=None, grpc_port=port)
+    cert = tmp_path / "cert.pem"
+    cert.write_text("x")
+    with pytest.raises(ValueError, match="TLS needs VOXSERVE_TLS_KEYFILE too"):
+        Settings(_env_file=None, tls_certfile=cert)
+    with pytest.raises(ValueError, match="VOXSERVE_TLS_KEYFILE: no such file"):
+        Settings(_env_file=None, tls_certfile=cert, tls_keyfile=tmp_path / "missing.pem")
+    assert Settings(_env_file=None, tls_certfile=cert, tls_keyfile=cert).tls_keyfile == cert

@@ -340,9 +340,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except ValidationError as exc:  # a setting out of range, from the environment or a flag
         for error in exc.errors():
-            name = ".".join(str(part) for part in error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            fields = [str(part) for part in error["loc"] if not isinstance(part, int)]  # not a list's index
+            if not fields:  # a check across settings: its message names them
+                print(f"voxserve: error: settings: {message}", file=sys.stderr)
+                continue
+            name = fields[0].lower().removeprefix("voxserve_")  # an alias is the variable's own name
             where = f"VOXSERVE_{name.upper()}" + (", or its flag" if name in _FLAGS else "")
-            print(f"voxserve: error: setting {name} ({where}): {error['msg']}", file=sys.stderr)
+            print(f"voxserve: error: setting {name} ({where}): {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from voxserve.types import SplitPrecision
@@ -129,8 +129,8 @@ class Settings(BaseSettings):
 
     # --- server -----------------------------------------------------------------
     host: str = "127.0.0.1"
-    port: int = 8000
-    grpc_port: int = Field(default=50051, description="0 disables the gRPC server.")
+    port: int = Field(default=8000, ge=0, le=65535)
+    grpc_port: int = Field(default=50051, ge=0, le=65535, description="0 disables the gRPC server.")
     max_load: float = Field(
         default=0.8,
         gt=0,
@@ -243,14 +243,33 @@ class Settings(BaseSettings):
     @field_validator("trusted_proxies")
     @classmethod
     def _check_proxies(cls, value: list[str]) -> list[str]:
+        """Each entry as the network it names (``127.0.0.1/8`` → ``127.0.0.0/8``): HTTP's proxy headers
+        (uvicorn) parse networks strictly and would take a loose one for a literal name, where gRPC's
+        check matched it as a network, and the two transports would trust different clients."""
+        networks = []
         for entry in value:
             if entry == "*":
+                networks.append(entry)
                 continue
             try:
-                ipaddress.ip_network(entry, strict=False)
+                network = ipaddress.ip_network(entry, strict=False)
             except ValueError:
                 raise ValueError(f"{entry!r} is not an address or network (e.g. 10.0.0.0/8), nor '*'") from None
-        return value
+            networks.append(str(network.network_address) if network.num_addresses == 1 else str(network))
+        return networks
+
+    @model_validator(mode="after")
+    def _check_tls(self) -> Settings:
+        """TLS needs both files, and both must exist: half a configuration would serve plain text."""
+        files = {"tls_certfile": self.tls_certfile, "tls_keyfile": self.tls_keyfile}
+        given = [name for name, path in files.items() if path is not None]
+        if len(given) == 1:
+            other = "VOXSERVE_TLS_KEYFILE" if given[0] == "tls_certfile" else "VOXSERVE_TLS_CERTFILE"
+            raise ValueError(f"TLS needs {other} too (only VOXSERVE_{given[0].upper()} is set)")
+        for name, path in files.items():
+            if path is not None and not path.is_file():
+                raise ValueError(f"VOXSERVE_{name.upper()}: no such file {path}")
+        return self
 
     @property
     def auth_enabled(self) -> bool:

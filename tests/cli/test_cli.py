@@ -56,6 +56,17 @@ def test_a_setting_out_of_range_is_one_line_naming_its_variable() -> None:
     assert "greater than 0" in lines[0]
     assert lines[1].startswith("voxserve: error: setting max_streams (VOXSERVE_MAX_STREAMS, or its flag): ")
 
+    # an alias is named as the variable it is, a list's entry as the list, a check across settings by itself
+    for name, value, expected in [
+        ("STREAM_BUFFER_MS", "5", "setting stream_buffer_ms (VOXSERVE_STREAM_BUFFER_MS): "),
+        ("VOXSERVE_ENGINES", "foo", "setting engines (VOXSERVE_ENGINES): "),
+        ("VOXSERVE_TLS_CERTFILE", "/etc/hostname", "settings: TLS needs VOXSERVE_TLS_KEYFILE too"),
+    ]:
+        result = subprocess.run(
+            [*VOXSERVE, "-q", "voices"], capture_output=True, text=True, env={**os.environ, name: value}, timeout=60
+        )
+        assert result.returncode == 2 and result.stderr.startswith(f"voxserve: error: {expected}"), result.stderr
+
 
 def test_voices_lists_both_engines() -> None:
     result = run("-q", "voices")

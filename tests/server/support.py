@@ -43,9 +43,10 @@ class RunningServer:
             raise RuntimeError("server did not start")
         secure = settings.tls_certfile is not None
         self.verify: str | bool = str(settings.tls_certfile) if secure else True
-        self.base = f"{'https' if secure else 'http'}://127.0.0.1:{settings.port}"
-        self.ws = f"{'wss' if secure else 'ws'}://127.0.0.1:{settings.port}/v1/tts/stream"
-        self.grpc = f"127.0.0.1:{settings.grpc_port}"
+        host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+        self.base = f"{'https' if secure else 'http'}://{host}:{settings.port}"
+        self.ws = f"{'wss' if secure else 'ws'}://{host}:{settings.port}/v1/tts/stream"
+        self.grpc = f"{host}:{settings.grpc_port}"
         if wait_ready:
             self.wait_ready()
 

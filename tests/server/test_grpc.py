@@ -181,3 +181,11 @@ def test_rate_limited(make_server: ServerMaker) -> None:
 def test_kokoro(server: RunningServer) -> None:
     reply = stub(server).Synthesize(pb.SynthesizeRequest(text=SHORT, voice=KOKORO), timeout=60)
     assert reply.sample_rate == 24000 and 1.5 < reply.audio_s < 4.5 and pcm_rms(reply.audio) > 0.01
+
+
+def test_an_ipv6_host_is_listened_on_in_brackets() -> None:
+    """VOXSERVE_HOST=:: (every IPv6 address) made gRPC fail to start on ``:::50051``."""
+    from voxserve.server.grpc_server import listen_address
+
+    assert listen_address("::", 50051) == "[::]:50051" and listen_address("::1", 0) == "[::1]:0"
+    assert listen_address("0.0.0.0", 50051) == "0.0.0.0:50051"

@@ -191,6 +191,11 @@ def test_rate_limit(make_server: ServerMaker) -> None:
     refused = httpx.get(limited.base + "/v1/voices")
     assert refused.json()["error"]["code"] == "rate_limited"
     assert int(refused.headers["retry-after"]) >= 1
+    # a wrong key spends the address's share as well: guessing keys is limited like any other traffic
+    guessed = make_server(rate_limit_per_minute=2, api_keys=["right"])
+    wrong = {"Authorization": "Bearer wrong"}
+    statuses = [httpx.get(guessed.base + "/v1/voices", headers=wrong).status_code for _ in range(3)]
+    assert statuses == [401, 401, 429]
 
 
 def test_queue_over_capacity_and_disconnect_frees_the_stream(make_server: ServerMaker) -> None:

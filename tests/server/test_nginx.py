@@ -1,5 +1,5 @@
 """deploy/nginx/voxserve.conf with a real nginx in front of two replicas: HTTP, WebSocket and gRPC pass
-through, requests spread over both replicas, a replica that is down is skipped, and per-client limits
+through, requests spread over both replicas, a replica that is down or full is skipped, and per-client limits
 still see the client (X-Forwarded-For from a trusted proxy)."""
 
 from __future__ import annotations
@@ -134,3 +134,25 @@ def test_websocket_and_grpc_pass_through(balanced: tuple[Nginx, list[RunningServ
     request = pb.SynthesizeRequest(text=SHORT, voice=PIPER, format="pcm")
     reply = pb_grpc.VoxServeStub(channel).Synthesize(request, timeout=60, metadata=(("x-forwarded-for", "192.0.2.5"),))
     assert reply.sample_rate == 22050 and pcm_rms(reply.audio) > 0.01
+
+
+def test_a_full_replica_passes_a_speech_request_on(make_server: ServerMaker, tmp_path: Path) -> None:
+    """A replica whose one stream slot is taken answers a speech request 503: nginx sends the request to
+    the other replica (nginx resends a POST only when told to: ``non_idempotent``), and the caller is served."""
+    from .test_ws_contexts import LONG
+
+    full, free = make_server(max_streams=1), make_server()
+    nginx = Nginx(tmp_path, [full, free])
+    body = {"input": LONG, "voice": PIPER, "response_format": "pcm"}
+    try:
+        with (
+            httpx.Client(timeout=60) as client,
+            client.stream("POST", full.base + "/v1/audio/speech", json=body) as held,
+        ):
+            pieces = held.iter_raw()  # kept: dropping the iterator closes the response
+            next(pieces)  # the full replica's only stream is taken while this one plays
+            assert httpx.post(full.base + "/v1/audio/speech", json={**body, "input": SHORT}).status_code == 503
+            statuses = [post(nginx, f"203.0.113.{n + 20}").status_code for n in range(4)]
+        assert statuses == [200] * 4
+    finally:
+        nginx.stop()

@@ -51,3 +51,14 @@ def test_a_server_with_tls_in_process_passes(make_server: ServerMaker, tmp_path:
     server = make_server(tls_certfile=certfile, tls_keyfile=keyfile)
     assert check(port=server.settings.port, tls_certfile=str(certfile)).returncode == 0
     assert check("--within", "1", port=server.settings.port).returncode == 1  # plain HTTP to a TLS port
+
+
+def test_the_probe_asks_the_address_the_server_listens_on(make_server: ServerMaker) -> None:
+    """VOXSERVE_HOST, as the unit's environment file may set it: a server on one address is probed there
+    (on loopback it would be refused, and the watchdog would kill a healthy server); one listening on every
+    address is probed on loopback."""
+    server = make_server(host="127.0.0.2")
+    assert check(port=server.settings.port, host="127.0.0.2").returncode == 0
+    assert check("--within", "1", port=server.settings.port).returncode == 1  # 127.0.0.1: nothing there
+    everywhere = make_server(host="0.0.0.0")
+    assert check(port=everywhere.settings.port, host="0.0.0.0").returncode == 0

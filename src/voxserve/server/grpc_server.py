@@ -75,6 +75,11 @@ async def _write(context: grpc.aio.ServicerContext, message: Any, stall_s: float
     return True
 
 
+def listen_address(host: str, port: int) -> str:
+    """gRPC's ``host:port`` to listen on; an IPv6 address (``::``, ``::1``) in brackets, as gRPC parses it."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class _ErrorsAndAuth(grpc.aio.ServerInterceptor):
     """Authenticates, rate-limits, bounds the calls in flight per client (``max_connections_per_client``,
     as HTTP/WebSocket connections are) and maps errors for every VoxServe method."""
@@ -253,7 +258,7 @@ class GrpcServer:
         pb_grpc.add_VoxServeServicer_to_server(VoxServeServicer(self._state), self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         settings = self._state.settings
-        address = f"{settings.host}:{self._requested_port if self._requested_port > 0 else 0}"
+        address = listen_address(settings.host, self._requested_port if self._requested_port > 0 else 0)
         if settings.tls_certfile and settings.tls_keyfile:
             credentials = grpc.ssl_server_credentials(
                 [(settings.tls_keyfile.read_bytes(), settings.tls_certfile.read_bytes())]

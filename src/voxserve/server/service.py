@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from voxserve.errors import VoxError
+from voxserve.errors import Unauthorized, VoxError
 from voxserve.policy import RequestPolicy, SpeechRequest
 from voxserve.server.auth import Principal
 from voxserve.server.runtime_api import RuntimeLike
@@ -49,7 +49,13 @@ class SpeechService:
 
     # --- who may call --------------------------------------------------------------
     def authorize(self, token: str | None, client_ip: str | None) -> Principal:
-        principal = self.state.authenticator.authenticate(token)
+        """The caller ``token`` names, within the rate limits. A refused token spends its address's share
+        too, so that guessing keys, or a flood without one, is limited like any other traffic."""
+        try:
+            principal = self.state.authenticator.authenticate(token)
+        except Unauthorized:
+            self.state.limiter.check("anonymous", client_ip)
+            raise
         self.state.limiter.check(principal.id, client_ip)
         # what the audit log names the caller by, for the utterances this request context opens
         caller.set("" if principal.kind == "anonymous" else principal.id)
