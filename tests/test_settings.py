@@ -63,3 +63,6 @@ def test_ports_are_in_range_and_tls_needs_both_existing_files(tmp_path: Path) ->
     with pytest.raises(ValueError, match="VOXSERVE_TLS_KEYFILE: no such file"):
         Settings(_env_file=None, tls_certfile=cert, tls_keyfile=tmp_path / "missing.pem")
     assert Settings(_env_file=None, tls_certfile=cert, tls_keyfile=cert).tls_keyfile == cert
+    with pytest.raises(ValueError, match=r"the folder of .* does not exist"):
+        Settings(_env_file=None, audit_log_file=tmp_path / "missing" / "audit.log")
+    assert Settings(_env_file=None, audit_log_file=tmp_path / "audit.log").audit_log_file == tmp_path / "audit.log"

@@ -258,6 +258,13 @@ class Settings(BaseSettings):
             networks.append(str(network.network_address) if network.num_addresses == 1 else str(network))
         return networks
 
+    @field_validator("audit_log_file")
+    @classmethod
+    def _check_audit_log(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.parent.is_dir():
+            raise ValueError(f"the folder of {value} does not exist")
+        return value
+
     @model_validator(mode="after")
     def _check_tls(self) -> Settings:
         """TLS needs both files, and both must exist: half a configuration would serve plain text."""

@@ -126,6 +126,8 @@ def test_every_client_is_bounded(bounded: tuple[RunningServer, CountingRuntime])
     finally:
         for ws in held:
             ws.close()
+    # counted like every other close, though the WebSocket route never saw it
+    assert server.metric('voxserve_requests_total{route="/v1/tts/stream",status="4029",transport="ws"}') == 1
 
     # a flood past the rate limit: refused with 429, and no synthesis session is opened for it
     replies = [

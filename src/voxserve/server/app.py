@@ -44,6 +44,8 @@ _ROUTES = frozenset(
     }
 )
 
+_WS_ROUTES = frozenset({"/v1/tts/stream"})
+
 
 def _error_response(exc: BaseException) -> JSONResponse:
     """The HTTP transport's single mapping from an exception to a response."""
@@ -255,6 +257,10 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
             expose_headers=["X-Sample-Rate", "X-Voice", "Retry-After"],
         )
     app.add_middleware(BodyLimit, limit=body_limit_bytes(settings), timeout_s=settings.body_timeout_s)
-    app.add_middleware(ClientConnections, limit=settings.max_connections_per_client)
+    app.add_middleware(
+        ClientConnections,
+        limit=settings.max_connections_per_client,
+        refused=lambda path, code: vox.metrics.count("ws", path if path in _WS_ROUTES else "other", code),
+    )
     app.add_middleware(AccessLog, metrics=vox.metrics)
     return app

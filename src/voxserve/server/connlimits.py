@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -104,11 +105,14 @@ class OpenPerClient:
 
 
 class ClientConnections:
-    """Pure ASGI middleware: at most ``limit`` HTTP requests and WebSockets open per client address."""
+    """Pure ASGI middleware: at most ``limit`` HTTP requests and WebSockets open per client address.
+    ``refused(path, code)`` is told of each WebSocket it closes: the WebSocket route, which counts the
+    others, never sees them (the access log counts HTTP refusals)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, refused: Callable[[str, int], None] | None = None) -> None:
         self.app = app
         self._open = OpenPerClient(limit)
+        self._refused = refused
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or not self._open.limit:
@@ -119,6 +123,8 @@ class ClientConnections:
         refused = self._open.acquire(address)
         if refused is not None:
             await _refuse(scope, receive, send, refused)
+            if scope["type"] == "websocket" and self._refused is not None:
+                self._refused(scope["path"], ws_close_code(refused))
             return
         try:
             await self.app(scope, receive, send)
