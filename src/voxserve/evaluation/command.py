@@ -104,18 +104,16 @@ def run(args: argparse.Namespace) -> int:
     for p in precision_rows:
         print(f"precision {p.precision:<12} whole PESQ {p.whole_pesq_median or 0:.2f}  streamed PESQ "
               f"{p.streamed_pesq_median or 0:.2f}{'  ' + p.error if p.error else ''}")  # fmt: skip
+    from voxserve.evaluation.report import shown
+
     for s in summaries:  # "-": not measured (DNSMOS off; Piper's streamed and whole draws never line up)
         print(
-            f"{s.language:>3} {s.voice:<18} {s.metric} {s.error_rate:.3f}  PESQ {_shown(s.pesq_median)}  "
-            f"STOI {_shown(s.stoi_median, 3)}  windows PESQ {_shown(s.window_pesq_median)}  "
-            f"STOI {_shown(s.window_stoi_median, 3)}  DNSMOS {_shown(s.dnsmos_ovrl)}  clicks {s.clicks}/{s.joins}"
+            f"{s.language:>3} {s.voice:<18} {s.metric} {s.error_rate:.3f}  PESQ {shown(s.pesq_median)}  "
+            f"STOI {shown(s.stoi_median, 3)}  windows PESQ {shown(s.window_pesq_median)}  "
+            f"STOI {shown(s.window_stoi_median, 3)}  DNSMOS {shown(s.dnsmos_ovrl)}  clicks {s.clicks}/{s.joins}"
         )
     print(f"wrote {output / 'report.md'}", file=sys.stderr)
     return 0
-
-
-def _shown(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def write_report(

@@ -19,7 +19,8 @@ class Extra:
     versions: dict[str, str] = field(default_factory=dict)
 
 
-def _f(value: float | None, digits: int = 2) -> str:
+def shown(value: float | None, digits: int = 2) -> str:
+    """A score to ``digits`` places, or "-" when it was not measured."""
     return "-" if value is None else f"{value:.{digits}f}"
 
 
@@ -90,13 +91,13 @@ def _peer_lines(summaries: list[VoiceSummary], extra: Extra) -> list[str]:
         for s in (s for s in summaries if s.language == language):
             lines.append(
                 f"| {language} | voxserve ({s.engine}, streamed) | {s.voice} | {s.sentences} | "
-                f"{s.metric} {s.error_rate:.3f} | {_f(s.dnsmos_ovrl)} | | |"
+                f"{s.metric} {s.error_rate:.3f} | {shown(s.dnsmos_ovrl)} | | |"
             )
         for p in (p for p in extra.peers if p.language == language):
             lines.append(
                 f"| {language} | {p.peer} | {p.voice} | {p.sentences} | {p.metric} {p.error_rate:.3f} | "
-                f"{_f(p.dnsmos_ovrl)} | {_f(p.voxserve_pesq_median)} ({_f(p.voxserve_pesq_min)}) | "
-                f"{_f(p.voxserve_stoi_median, 3)} ({_f(p.voxserve_stoi_min, 3)}) |"
+                f"{shown(p.dnsmos_ovrl)} | {shown(p.voxserve_pesq_median)} ({shown(p.voxserve_pesq_min)}) | "
+                f"{shown(p.voxserve_stoi_median, 3)} ({shown(p.voxserve_stoi_min, 3)}) |"
             )
     return [*lines, ""]
 
@@ -116,10 +117,10 @@ def _precision_lines(rows: list[PrecisionRow]) -> list[str]:
     for r in rows:
         note = ("not available: " + r.error.replace("|", "/").replace("\n", " ")) if r.error else ""
         lines.append(
-            f"| {r.precision} | {r.providers or '-'} | {r.sentences} | {_f(r.whole_pesq_median)} "
-            f"({_f(r.whole_pesq_min)}) | {_f(r.whole_stoi_median, 3)} ({_f(r.whole_stoi_min, 3)}) | "
-            f"{_f(r.streamed_pesq_median)} ({_f(r.streamed_pesq_min)}) | {_f(r.streamed_stoi_median, 3)} "
-            f"({_f(r.streamed_stoi_min, 3)}) | {note} |"
+            f"| {r.precision} | {r.providers or '-'} | {r.sentences} | {shown(r.whole_pesq_median)} "
+            f"({shown(r.whole_pesq_min)}) | {shown(r.whole_stoi_median, 3)} ({shown(r.whole_stoi_min, 3)}) | "
+            f"{shown(r.streamed_pesq_median)} ({shown(r.streamed_pesq_min)}) | {shown(r.streamed_stoi_median, 3)} "
+            f"({shown(r.streamed_stoi_min, 3)}) | {note} |"
         )
     return [*lines, ""]
 
@@ -156,10 +157,10 @@ def markdown(
     for s in summaries:
         lines.append(
             f"| {s.language} | {s.voice} | {s.engine} | {s.sentences} | {s.metric} {s.error_rate:.3f} | "
-            f"{_f(s.pesq_median)} ({_f(s.pesq_min)}) | {_f(s.stoi_median, 3)} ({_f(s.stoi_min, 3)}) | "
-            f"{_f(s.window_pesq_median)} | {_f(s.window_stoi_median, 3)} | "
-            f"{_f(s.dnsmos_ovrl)} | {s.joins} | {s.clicks} | {_f(s.seam_median_ratio)} | "
-            f"{_f(s.baseline_median_ratio)} |"
+            f"{shown(s.pesq_median)} ({shown(s.pesq_min)}) | {shown(s.stoi_median, 3)} ({shown(s.stoi_min, 3)}) | "
+            f"{shown(s.window_pesq_median)} | {shown(s.window_stoi_median, 3)} | "
+            f"{shown(s.dnsmos_ovrl)} | {s.joins} | {s.clicks} | {shown(s.seam_median_ratio)} | "
+            f"{shown(s.baseline_median_ratio)} |"
         )
     lines += ["", *(f"![{p.stem}]({p.name})" for p in images), ""]
     if extra.peers:
@@ -171,7 +172,8 @@ def markdown(
     for r in results:
         heard = r.heard.replace("|", "/")
         lines.append(
-            f"| voxserve | {r.voice} | {r.text} | {heard} | {r.error_rate:.2f} | {_f(r.pesq_wb)} | {_f(r.stoi, 3)} |"
+            f"| voxserve | {r.voice} | {r.text} | {heard} | {r.error_rate:.2f} | {shown(r.pesq_wb)} | "
+            f"{shown(r.stoi, 3)} |"
         )
     for p in extra.peer_sentences:
         heard = p.heard.replace("|", "/")

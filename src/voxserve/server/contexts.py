@@ -104,13 +104,7 @@ class ContextStream:
         if isinstance(message, dx.Ping):
             await self._events.put((None, dx.Pong()))
         elif isinstance(message, dx.Config):
-            try:
-                dx.check_protocol(message.protocol, 2)
-                validated = self._service.validate(message.request, needs_text=False)
-            except InvalidInput as exc:
-                self._refuse(message.context_id, exc)
-                raise
-            await self._configure(message, validated)
+            await self._configure(message)
         elif isinstance(message, dx.Text):
             await asyncio.sleep(self._fragments.wait("text"))
             ctx = self._live.get(_need_id(message)) or await self._open(_need_id(message), None)
@@ -135,8 +129,13 @@ class ContextStream:
         while len(self._refused) > _REMEMBERED:
             self._refused.popitem(last=False)
 
-    async def _configure(self, message: dx.Config, validated: SpeechRequest) -> None:
-        """Apply a ``config`` whose options were accepted (``validated``)."""
+    async def _configure(self, message: dx.Config) -> None:
+        try:
+            dx.check_protocol(message.protocol, 2)
+            validated = self._service.validate(message.request, needs_text=False)
+        except InvalidInput as exc:
+            self._refuse(message.context_id, exc)
+            raise
         request = replace(validated, text="")
         self._refused.pop(message.context_id, None)
         if message.context_id is None:
@@ -161,8 +160,7 @@ class ContextStream:
             if refused is not None:
                 raise dx.ignored_text(refused, context_id)
             if self._request is None:
-                config = dx.Config(SpeechRequest())
-                await self._configure(config, self._service.validate(config.request, needs_text=False))
+                await self._configure(dx.Config(SpeechRequest()))
             request = self._request
         assert request is not None
         ctx = _Context(context_id, next(self._numbers), Turn(request, self._service.settings.max_input_chars))

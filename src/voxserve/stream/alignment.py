@@ -17,16 +17,16 @@ space does, and a ``[word](/phonemes/)`` span is matched by its word alone.
 from __future__ import annotations
 
 import difflib
-import re
 from collections import deque
 from collections.abc import Sequence
 
+from voxserve.text.clean import is_word_break
 from voxserve.text.markup import MARKUP_RE
+from voxserve.text.scripts import script_of
 from voxserve.types import WordTiming
 
 Span = tuple[int, int]
-_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # kana and Han: one piece per character
-_PIECE = re.compile(f"[{_UNSPACED}]|[^\\s\u200b-\u200d\u2060\ufeff{_UNSPACED}]+")
+_UNSPACED = frozenset({"Han", "Kana"})  # scripts written without spaces: one piece per character
 _EDGE_PUNCT = "\"'“”‘’()[]{}<>,.;:!?¿¡…—–-*_"
 
 
@@ -97,16 +97,32 @@ def _spelled(words: Sequence[str], tokens: Sequence[str]) -> list[tuple[int, int
     return runs if not any(tokens[j:]) else None
 
 
-def pieces(source: str, start: int, end: int) -> list[Span]:
-    """The pieces of ``source[start:end]`` words are matched to: tokens between spaces or invisible
-    separators, each kana or Han character on its own, and the word of a ``[word](/phonemes/)`` span."""
+def _pieces(source: str, start: int, end: int) -> list[Span]:
+    """The pieces of ``source[start:end]`` words are matched to: tokens between spaces or invisible word
+    breaks (:func:`~voxserve.text.clean.is_word_break`), each Han or kana letter on its own, and the word
+    of a ``[word](/phonemes/)`` span."""
     found: list[Span] = []
     at = start
     for markup in MARKUP_RE.finditer(source, start, end):
-        found += [m.span() for m in _PIECE.finditer(source, at, markup.start())]
-        found += [m.span() for m in _PIECE.finditer(source, *markup.span(1))]
+        found += _tokens(source, at, markup.start()) + _tokens(source, *markup.span(1))
         at = markup.end()
-    return found + [m.span() for m in _PIECE.finditer(source, at, end)]
+    return found + _tokens(source, at, end)
+
+
+def _tokens(source: str, start: int, end: int) -> list[Span]:
+    found: list[Span] = []
+    run: int | None = None  # where the token being read began
+    for i in range(start, end):
+        alone = script_of(source[i]) in _UNSPACED
+        if alone or source[i].isspace() or is_word_break(source, i):
+            if run is not None:
+                found.append((run, i))
+                run = None
+            if alone:
+                found.append((i, i + 1))
+        elif run is None:
+            run = i
+    return found if run is None else [*found, (run, end)]
 
 
 def _trim(source: str, span: Span) -> Span:
@@ -141,7 +157,7 @@ class SourceAligner:
             count -= not text[end].isspace()
             end += 1
         self._pos = end
-        tokens = pieces(text, start, end)
+        tokens = _pieces(text, start, end)
         timed = [w for w in words if spoken(w)]
         self._spans.extend(zip(timed, match_words(timed, self._text, tokens), strict=True))
 

@@ -44,7 +44,8 @@ _JOINERS = frozenset("\u200c\u200d")
 _UNJOINED_SCRIPTS = frozenset({"Latin", "Cyrillic", "Greek", "Han", "Kana", "Hangul"})
 
 
-def _is_break(text: str, i: int) -> bool:
+def is_word_break(text: str, i: int) -> bool:
+    """Whether the invisible character ``text[i]`` separates the words around it (see above)."""
     ch = text[i]
     if ch in _INVISIBLE_BREAKS or (unicodedata.category(ch) == "Cc" and ch not in "\n\t"):
         return True
@@ -68,7 +69,7 @@ def clean_text(text: str) -> str:
             continue
         category = unicodedata.category(ch)
         if category in ("Cc", "Cf", "Cs", "Co", "Cn"):
-            if _is_break(text, i):
+            if is_word_break(text, i):
                 out.append(" ")
             continue
         if category in ("So", "Sk") and ch not in _KEEP_SYMBOLS:
