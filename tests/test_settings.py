@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from voxserve.settings import Settings
+from voxserve.settings import Settings, unknown_variables
 
 
 def test_defaults() -> None:
@@ -66,3 +66,32 @@ def test_ports_are_in_range_and_tls_needs_both_existing_files(tmp_path: Path) ->
     with pytest.raises(ValueError, match=r"the folder of .* does not exist"):
         Settings(_env_file=None, audit_log_file=tmp_path / "missing" / "audit.log")
     assert Settings(_env_file=None, audit_log_file=tmp_path / "audit.log").audit_log_file == tmp_path / "audit.log"
+
+
+def test_jwt_algorithms_are_ones_a_configured_key_can_check() -> None:
+    with pytest.raises(ValueError, match="unknown JWT algorithm"):
+        Settings(_env_file=None, jwt_algorithms=["none"])
+    with pytest.raises(ValueError, match=r"unknown JWT algorithm.*hs256"):
+        Settings(_env_file=None, jwt_algorithms=["HS256", "hs256"])
+    with pytest.raises(ValueError, match="VOXSERVE_JWT_SECRET is set but VOXSERVE_JWT_ALGORITHMS has none"):
+        Settings(_env_file=None, jwt_secret="s3cret", jwt_algorithms=["RS256"])
+    with pytest.raises(ValueError, match="VOXSERVE_JWT_PUBLIC_KEY is set but"):
+        Settings(_env_file=None, jwt_public_key="-----BEGIN PUBLIC KEY-----", jwt_algorithms=["HS512"])
+    assert Settings(_env_file=None, jwt_secret="s3cret", jwt_algorithms=["HS512"]).jwt_algorithms == ["HS512"]
+
+
+def test_a_variable_no_setting_reads_is_named_with_the_setting_it_looks_like() -> None:
+    environ = {
+        "VOXSERVE_API_KEY_S": "k",  # misspelt: the server would run without keys
+        "voxserve_max_lod": "0.5",
+        "VOXSERVE_MAX_LOAD": "0.5",  # a setting
+        "voxserve_port": "9000",  # a setting, in lower case as pydantic-settings reads it too
+        "VOXSERVE_API_KEY": "k",  # the clients' variable
+        "VOXSERVE_ZZZ": "1",
+        "PATH": "/bin",
+    }
+    assert unknown_variables(environ) == [
+        "VOXSERVE_API_KEY_S is not a setting (did you mean VOXSERVE_API_KEYS?)",
+        "VOXSERVE_ZZZ is not a setting",
+        "voxserve_max_lod is not a setting (did you mean VOXSERVE_MAX_LOAD?)",
+    ]

@@ -15,13 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from dotenv import dotenv_values
 from pydantic import ValidationError
 
 from voxserve.errors import InvalidInput, VoxError
 from voxserve.limits import MAX_OUTPUT_RATE as MAX_RATE
 from voxserve.limits import MIN_OUTPUT_RATE as MIN_RATE
 from voxserve.limits import check_sample_rate, check_speed
-from voxserve.settings import Settings
+from voxserve.settings import Settings, unknown_variables
 
 # File extensions that name an output format; other extensions say nothing about it.
 _FORMAT_BY_EXTENSION = {
@@ -71,6 +72,10 @@ def _settings(args: argparse.Namespace) -> Settings:
     engines = getattr(args, "engines", None)
     if engines:
         overrides["engines"] = engines.split(",")
+    dotenv = {name: value for name, value in dotenv_values(".env").items() if value is not None}
+    unknown = unknown_variables({**dotenv, **os.environ})
+    if unknown:
+        raise VoxError("; ".join(unknown) + "; see the README's table of settings")
     return Settings(**overrides)  # type: ignore[arg-type]
 
 

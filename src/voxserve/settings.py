@@ -7,8 +7,10 @@ Two common deployment names are accepted as aliases: ``MODEL_PATH`` and
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,6 +22,25 @@ from voxserve.types import SplitPrecision
 ModelSource = Literal["local", "hf", "registry"]
 EngineName = Literal["kokoro", "piper"]
 Precision = Literal["auto", SplitPrecision]
+
+
+# JWT algorithms by the key that checks them: a shared secret, or a public key.
+HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
+PUBLIC_KEY_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
+
+# ``VOXSERVE_*`` names that are not settings: the clients' key (the playground's snippets), the test
+# suite's and the load tools' own variables. Any other unknown one is refused (:func:`unknown_variables`).
+OTHER_VARIABLES = frozenset(
+    {
+        "VOXSERVE_API_KEY",
+        "VOXSERVE_FUZZ",
+        "VOXSERVE_TEST_URL",
+        "VOXSERVE_TEST_PIPER_CONFIG",
+        "VOXSERVE_PLUGIN_PYTHON",
+        "VOXSERVE_BENCH_VOICE",
+        "VOXSERVE_BENCH_TEXT_SET",
+    }
+)
 
 
 def _default_sources() -> list[ModelSource]:
@@ -258,6 +279,19 @@ class Settings(BaseSettings):
             networks.append(str(network.network_address) if network.num_addresses == 1 else str(network))
         return networks
 
+    @field_validator("jwt_algorithms")
+    @classmethod
+    def _check_algorithms(cls, value: list[str]) -> list[str]:
+        """Only algorithms a key can check: 'none' or a misspelt name would otherwise leave JWTs
+        silently refused."""
+        known = HMAC_ALGORITHMS | PUBLIC_KEY_ALGORITHMS
+        wrong = [name for name in value if name not in known]
+        if wrong:
+            raise ValueError(f"unknown JWT algorithm(s) {', '.join(wrong)}; choose from {', '.join(sorted(known))}")
+        if not value:
+            raise ValueError("give at least one JWT algorithm")
+        return value
+
     @field_validator("audit_log_file")
     @classmethod
     def _check_audit_log(cls, value: Path | None) -> Path | None:
@@ -278,9 +312,37 @@ class Settings(BaseSettings):
                 raise ValueError(f"VOXSERVE_{name.upper()}: no such file {path}")
         return self
 
+    @model_validator(mode="after")
+    def _check_jwt_keys(self) -> Settings:
+        """A JWT key needs an algorithm it can check, or every token signed for it would be refused."""
+        for key, family, name in (
+            (self.jwt_secret, HMAC_ALGORITHMS, "VOXSERVE_JWT_SECRET"),
+            (self.jwt_public_key, PUBLIC_KEY_ALGORITHMS, "VOXSERVE_JWT_PUBLIC_KEY"),
+        ):
+            if key and not family & set(self.jwt_algorithms):
+                algorithms = ", ".join(sorted(family))
+                raise ValueError(f"{name} is set but VOXSERVE_JWT_ALGORITHMS has none of its algorithms ({algorithms})")
+        return self
+
     @property
     def auth_enabled(self) -> bool:
         return bool(self.api_keys or self.jwt_secret or self.jwt_public_key)
 
     def resolved_intra_op_threads(self, cores: int) -> int:
         return self.intra_op_threads or max(1, cores)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """``VOXSERVE_*`` names in ``environ`` that no setting reads, each with the setting it most looks
+    like: a misspelt name (``VOXSERVE_API_KEY_S``) would otherwise be ignored, and the server would run
+    without what the operator meant to set."""
+    known = {f"VOXSERVE_{name.upper()}" for name in Settings.model_fields}
+    problems = []
+    for name in sorted(environ):
+        upper = name.upper()
+        if not upper.startswith("VOXSERVE_") or upper in known or upper in OTHER_VARIABLES:
+            continue
+        close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        problems.append(f"{name} is not a setting{hint}")
+    return problems

@@ -68,6 +68,32 @@ def test_a_setting_out_of_range_is_one_line_naming_its_variable() -> None:
         assert result.returncode == 2 and result.stderr.startswith(f"voxserve: error: {expected}"), result.stderr
 
 
+def test_a_misspelt_variable_or_a_missing_provider_stops_the_server_before_it_listens(tmp_path: Path) -> None:
+    """A name no setting reads would be ignored (``VOXSERVE_API_KEY_S``: a server without keys), and a
+    provider this machine lacks would leave it up but never ready: both are refused at once, in one line,
+    from the environment or from a ``.env`` file."""
+    for env, where, expected in [
+        ({"VOXSERVE_API_KEY_S": "k"}, None, "VOXSERVE_API_KEY_S is not a setting (did you mean VOXSERVE_API_KEYS?)"),
+        ({}, "VOXSERVE_MAX_LOD=0.5\n", "VOXSERVE_MAX_LOD is not a setting (did you mean VOXSERVE_MAX_LOAD?)"),
+        ({"VOXSERVE_PROVIDERS": "rocm"}, None, "ONNX Runtime provider 'rocm' is not available here"),
+    ]:
+        folder = tmp_path / str(len(expected))
+        folder.mkdir()
+        if where is not None:
+            (folder / ".env").write_text(where)
+        result = subprocess.run(
+            [*VOXSERVE, "-q", "serve", "--port", "0"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            cwd=folder,
+            timeout=60,
+        )
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.returncode == 2 and len(lines) == 1, result.stderr
+        assert lines[0].startswith("voxserve: error: ") and expected in lines[0], result.stderr
+
+
 def test_voices_lists_both_engines() -> None:
     result = run("-q", "voices")
     assert result.returncode == 0, result.stderr

@@ -24,7 +24,10 @@ pytestmark = pytest.mark.e2e
 
 
 def render(values_file: Path) -> list[dict[str, Any]]:
-    values = yaml.safe_load(values_file.read_text()) or {}
+    return render_values(yaml.safe_load(values_file.read_text()) or {})
+
+
+def render_values(values: dict[str, Any]) -> list[dict[str, Any]]:
     with helm.Chart.load(CHART) as chart:
         rendered = chart.render(values, name="vox", namespace="tts", is_install=True)
     return [doc for text in rendered.values() for doc in yaml.safe_load_all(text) if doc]
@@ -131,6 +134,25 @@ def test_api_keys_come_from_the_charts_secret(manifests: dict[str, dict[str, dic
     assert ref == {"name": secret["metadata"]["name"], "key": "VOXSERVE_API_KEYS"}
     assert "Secret" not in manifests["default"]
     assert all(e["name"] != "VOXSERVE_API_KEYS" for e in container(manifests["default"])["env"])
+
+
+def test_the_termination_grace_follows_the_drain_and_bad_keys_are_refused() -> None:
+    """Unset, the grace is the preStop sleep + the server's drain + 5 s to exit, so raising the drain
+    raises it; set shorter than that, or with a key listed twice or one the server would split (a comma)
+    or trim, the chart refuses to render, naming the value."""
+    (deployment,) = [
+        doc for doc in render_values({"env": {"VOXSERVE_SHUTDOWN_GRACE_S": "30.5"}}) if doc["kind"] == "Deployment"
+    ]
+    assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5 + 31 + 5
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"terminationGracePeriodSeconds": 15}, "terminationGracePeriodSeconds 15 is shorter than"),
+        ({"apiKeys": ["k1", "k2", "k1"]}, "apiKeys lists a key more than once"),
+        ({"apiKeys": ["k1,k2"]}, "has a comma"),
+        ({"apiKeys": [" k1"]}, "has spaces around it"),
+    ]
+    for values, message in refused:
+        with pytest.raises(helm.HelmRenderError, match=message):
+            render_values(values)
 
 
 @pytest.mark.parametrize("dockerfile", ["Dockerfile", "Dockerfile.gpu"])

@@ -31,7 +31,8 @@ def test_a_full_replica_refuses_at_once_and_reports_full() -> None:
     running = RunningServer(server_settings(default_voice="fake", max_streams=1), ScriptedRuntime(HELD))
     body = {"input": "hello", "voice": "fake", "response_format": "pcm"}
     try:
-        assert httpx.get(running.base + "/readyz").json() == {"status": "ready", "load": 0.0}
+        idle = {"status": "ready", "load": 0.0, "streams": 0, "max_streams": 1}
+        assert httpx.get(running.base + "/readyz").json() == idle
         holder = threading.Thread(target=lambda: httpx.post(running.base + "/v1/audio/speech", json=body, timeout=10))
         holder.start()
         deadline = time.monotonic() + 5
@@ -40,7 +41,8 @@ def test_a_full_replica_refuses_at_once_and_reports_full() -> None:
             time.sleep(0.02)
 
         ready = httpx.get(running.base + "/readyz")
-        assert ready.status_code == 503 and ready.json() == {"status": "full", "load": 1.0}
+        assert ready.status_code == 503
+        assert ready.json() == {"status": "full", "load": 1.0, "streams": 1, "max_streams": 1}
         assert running.metric("voxserve_load") == pytest.approx(1.0)
 
         refused = httpx.post(running.base + "/v1/audio/speech", json=body, timeout=10)

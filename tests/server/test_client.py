@@ -123,6 +123,40 @@ def test_a_server_out_of_reach_or_too_slow_is_a_typed_error_too(server: RunningS
         blocking.voices()
 
 
+def test_a_websocket_server_that_stops_answering_is_a_timeout_not_a_hang() -> None:
+    """A server that accepts the socket but never says ``ready``, or says it and then sends nothing after
+    the input has ended, fails the client's wait with ``timeout`` within ``timeout_s``. (A stand-in
+    server: voxserve itself always answers; this is the failure a hung or partitioned one would show.)"""
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def silent(ws: ServerConnection) -> None:
+        await ws.recv()  # the config
+        await ws.wait_closed()
+
+    async def ready_then_silent(ws: ServerConnection) -> None:
+        await ws.recv()
+        await ws.send('{"type": "ready", "session_id": "s", "sample_rate": 24000, "format": "pcm"}')
+        await ws.wait_closed()
+
+    async def run() -> None:
+        for handler, stage in ((silent, "ready"), (ready_then_silent, "context")):
+            async with serve(handler, "127.0.0.1", 0) as listening:
+                port = listening.sockets[0].getsockname()[1]
+                async with AsyncClient(f"http://127.0.0.1:{port}", retries=0, timeout_s=0.3) as client:
+                    started = time.monotonic()
+                    with pytest.raises(VoxServeError) as info:
+                        async with client.connect() as conn:
+                            ctx = conn.context("c1")
+                            await ctx.push_text("Hello.")
+                            await ctx.end_input()
+                            async for _ in ctx:
+                                pass
+                    assert info.value.code == "timeout" and stage in str(info.value), info.value
+                    assert time.monotonic() - started < 5
+
+    asyncio.run(run())
+
+
 def test_retries_a_busy_server_after_retry_after(make_server: ServerMaker) -> None:
     """With the only stream slot taken, the first try gets 503 + Retry-After; the client waits, tries again
     once the slot is free, and succeeds."""

@@ -75,6 +75,7 @@ class AsyncClient:
     def __init__(self, base_url: str, *, api_key: str | None = None, retries: int = 3, timeout_s: float = 60.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.retries = retries
+        self.timeout_s = timeout_s
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=timeout_s)
 
@@ -174,7 +175,7 @@ class AsyncClient:
         """A protocol-2 WebSocket (``async with``); ``config``: voice, format, sample_rate, speed, lang,
         word_timings, lexicon: the defaults of its contexts."""
         ws_url = "ws" + self.base_url[4:] if self.base_url.startswith("http") else self.base_url
-        return Connection(ws_url + "/v1/tts/stream", self._headers, config, self.retries)
+        return Connection(ws_url + "/v1/tts/stream", self._headers, config, self.retries, self.timeout_s)
 
 
 def _duration(audio: bytes, fmt: str, rate: int) -> float:
@@ -183,13 +184,20 @@ def _duration(audio: bytes, fmt: str, rate: int) -> float:
 
 
 class Connection:
-    """One protocol-2 WebSocket. Open contexts with :meth:`context`; events are routed to them."""
+    """One protocol-2 WebSocket. Open contexts with :meth:`context`; events are routed to them.
 
-    def __init__(self, url: str, headers: dict[str, str], config: dict[str, Any], retries: int) -> None:
+    ``timeout_s`` bounds each wait on the server: the handshake and its ``ready``, and, once a context's
+    input has ended, each of its frames and its ``done`` (before that the client sets the pace: a
+    context waiting for the client's own text is not timed)."""
+
+    def __init__(
+        self, url: str, headers: dict[str, str], config: dict[str, Any], retries: int, timeout_s: float = 60.0
+    ) -> None:
         self._url = url
         self._headers = headers
         self._config = {k: v for k, v in config.items() if v is not None}
         self._retries = retries
+        self.timeout_s = timeout_s
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self._contexts: dict[str, Context] = {}
@@ -207,7 +215,9 @@ class Connection:
 
     async def _open(self) -> None:
         try:
-            ws = await ws_connect(self._url, additional_headers=self._headers, max_size=None)
+            ws = await ws_connect(
+                self._url, additional_headers=self._headers, max_size=None, open_timeout=self.timeout_s
+            )
         except InvalidStatus as exc:
             status = exc.response.status_code
             raise VoxServeError("http_error", f"WebSocket handshake got {status}", status=status) from None
@@ -215,7 +225,10 @@ class Connection:
             raise _unreachable(self._url, exc) from exc
         try:
             await ws.send(json.dumps({"type": "config", "protocol": 2, **self._config}))
-            message = json.loads(await ws.recv())
+            message = json.loads(await asyncio.wait_for(ws.recv(), self.timeout_s))
+        except TimeoutError:
+            await ws.close()
+            raise VoxServeError("timeout", f"{self._url}: no ready event within the client's timeout") from None
         except ConnectionClosed as exc:
             code = exc.rcvd.code if exc.rcvd is not None else 1006
             raise VoxServeError("closed", exc.rcvd.reason if exc.rcvd else "connection lost", status=code) from None
@@ -315,6 +328,7 @@ class Context:
         self.done: Done | None = None
         self.text = ""  # all text sent to the context: what words' char_start/char_end index
         self._connection = connection
+        self._ended = False  # end_input or cancel sent: the server owes the rest, within the timeout
         self._events: asyncio.Queue[AudioFrame | Done | BaseException] = asyncio.Queue()
 
     def _put(self, event: AudioFrame | Done | BaseException) -> None:
@@ -330,17 +344,24 @@ class Context:
     async def end_input(self) -> None:
         """No more text: the rest of the audio comes, then ``done``."""
         await self._connection.send(type="close", context_id=self.id)
+        self._ended = True
 
     async def cancel(self) -> None:
         """Stop this context now; its iteration ends after the ``done`` (``cancelled: true``)."""
         await self._connection.send(type="cancel", context_id=self.id)
+        self._ended = True
 
     def __aiter__(self) -> AsyncIterator[AudioFrame]:
         return self._frames()
 
     async def _frames(self) -> AsyncIterator[AudioFrame]:
         while self.done is None:
-            event = await self._events.get()
+            try:
+                event = await asyncio.wait_for(self._events.get(), self._connection.timeout_s if self._ended else None)
+            except TimeoutError:
+                raise VoxServeError(
+                    "timeout", f"context {self.id}: nothing from the server within the client's timeout"
+                ) from None
             if isinstance(event, BaseException):
                 raise event
             if isinstance(event, Done):

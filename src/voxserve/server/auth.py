@@ -14,10 +14,7 @@ from dataclasses import dataclass
 import jwt
 
 from voxserve.errors import Unauthorized
-from voxserve.settings import Settings
-
-_HMAC_ALGS = frozenset({"HS256", "HS384", "HS512"})
-_PUBLIC_KEY_ALGS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
+from voxserve.settings import HMAC_ALGORITHMS, PUBLIC_KEY_ALGORITHMS, Settings
 
 
 @dataclass(frozen=True)
@@ -54,9 +51,9 @@ class Authenticator:
         allowed = set(settings.jwt_algorithms)
         usable: set[str] = set()
         if self._secret:
-            usable |= _HMAC_ALGS
+            usable |= HMAC_ALGORITHMS
         if self._public_key:
-            usable |= _PUBLIC_KEY_ALGS
+            usable |= PUBLIC_KEY_ALGORITHMS
         self._algorithms = sorted(allowed & usable)
 
     def authenticate(self, token: str | None) -> Principal:
@@ -81,7 +78,7 @@ class Authenticator:
         alg = header.get("alg")
         if alg not in self._algorithms:
             raise Unauthorized(f"token algorithm {alg!r} is not allowed (allowed: {', '.join(self._algorithms)})")
-        key = self._secret if alg in _HMAC_ALGS else self._public_key
+        key = self._secret if alg in HMAC_ALGORITHMS else self._public_key
         assert key is not None
         options = {"require": ["exp"], "verify_aud": self._audience is not None}
         try:

@@ -191,10 +191,16 @@ async def healthz() -> dict[str, str]:
 @router.get("/readyz")
 async def readyz(request: Request) -> Response:
     """200 while this replica takes new streams; 503 while loading, draining, failed, or full (another
-    stream of the default voice would not fit its capacity), so a balancer sends new callers elsewhere."""
+    stream of the default voice would not fit its capacity, or ``max_streams`` are running), so a balancer
+    sends new callers elsewhere. The body says which: the load against capacity and the streams running."""
     state = state_of(request)
     lifecycle, admission = state.lifecycle, state.admission
-    body: dict[str, object] = {"status": lifecycle.phase.value, "load": round(admission.load, 3)}
+    body: dict[str, object] = {
+        "status": lifecycle.phase.value,
+        "load": round(admission.load, 3),
+        "streams": admission.active,
+        "max_streams": admission.max_streams,
+    }
     if lifecycle.error:
         body["error"] = lifecycle.error
     ready = lifecycle.ready

@@ -12,6 +12,7 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
+from voxserve.engines.onnx import resolve_providers
 from voxserve.server.app import create_app
 from voxserve.server.connlimits import bounded_h11
 from voxserve.server.state import ServerState
@@ -92,6 +93,7 @@ class DrainingServer(uvicorn.Server):
 def serve(settings: Settings) -> None:
     """Run the server until SIGTERM/SIGINT (blocking). Models load in the background; /readyz tells when."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    resolve_providers(settings.providers)  # a provider this machine lacks: refused before the ports open
     if settings.host not in _LOOPBACK and not settings.auth_enabled:
         log.warning("listening on %s without authentication: set VOXSERVE_API_KEYS or a JWT key", settings.host)
     state = ServerState.build(settings)
