@@ -49,7 +49,8 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "fetch":
         files = store.fetch(force=args.force, progress=not args.quiet)
         total = sum(1 for f in store.installed() if f.ok)
-        print(f"installed {len(files)} files; {total} model files verified in {store.root}")
+        done = f"installed {len(files)} files" if files else "nothing to install"
+        print(f"{done}; {total} model files verified in {store.root}")
         if "kokoro" in settings.engines and not args.no_learn:
             _learn_voices(settings, quiet=args.quiet)
     else:

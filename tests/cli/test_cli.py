@@ -116,6 +116,13 @@ def test_a_reader_that_goes_away_is_no_error_and_models_names_its_missing_action
     assert bare.returncode == 2 and bare.stderr.splitlines()[-1].endswith("required: action"), bare.stderr
 
 
+def test_models_fetch_on_a_complete_cache_installs_nothing() -> None:
+    """The split graphs already current are verified, not reported as installed again."""
+    result = run("-q", "models", "fetch", "--no-learn")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("nothing to install; "), result.stdout
+
+
 def test_models_list_shows_checksums() -> None:
     result = run("-q", "models", "list")
     assert result.returncode == 0, result.stderr

@@ -81,6 +81,9 @@ def test_unusable_bodies_and_paths_get_the_error_envelope(server: RunningServer)
     fetched = httpx.get(server.base + "/v1/audio/speech")  # POST-only: not mistaken for a missing page
     assert fetched.status_code == 405 and fetched.headers["allow"] == "OPTIONS, POST"
     assert fetched.json()["error"]["code"] == "method_not_allowed"
+    headed = httpx.head(server.base + "/v1/audio/speech")  # HEAD goes where GET goes: 405, not the playground's 404
+    assert headed.status_code == 405 and headed.headers["allow"] == "OPTIONS, POST"
+    assert httpx.head(server.base + "/v1/voices").status_code == 200
 
 
 def test_a_whole_text_is_not_held_to_real_time(server: RunningServer) -> None:

@@ -24,8 +24,17 @@ def shared_runtime(fake_runtime: Runtime) -> RuntimeLike:
     return fake_runtime
 
 
-TEXT = "It costs $5 on Jan 5, 2024, said Dr. Smith."
-EXPECTED = {"five": "$5", "dollars": "$5", "twenty": "2024", "Doctor": "Dr", "Smith": "Smith", "said": "said"}
+# "$5 $6": two changed tokens side by side, each word still pointing at its own
+TEXT = "It costs $5 $6 on Jan 5, 2024, said Dr. Smith."
+EXPECTED = {
+    "five": "$5",
+    "dollars": "$5",
+    "six": "$6",
+    "twenty": "2024",
+    "Doctor": "Dr",
+    "Smith": "Smith",
+    "said": "said",
+}
 
 
 def check(words: list[tuple[str, int, int]]) -> None:

@@ -9,6 +9,7 @@ from voxserve.settings import Settings
 from voxserve.stream.alignment import SourceAligner, match_words, spoken
 from voxserve.text.frontend import Frontend
 from voxserve.text.segment import IncrementalSegmenter
+from voxserve.types import LexiconEntry
 
 
 def test_matched_runs_and_added_words() -> None:
@@ -92,3 +93,45 @@ def test_unspaced_scripts_separators_and_phoneme_spans_point_at_their_own_charac
             assert timing.char_start is not None and timing.char_end is not None, word
             read.setdefault(word, text[timing.char_start : timing.char_end])
     assert {word: read.get(word) for word in expected} == expected, read
+
+
+@pytest.mark.parametrize(
+    ("text", "lexicon", "expected"),
+    [
+        ("Pay $5 $6 now.", (), [("five", "$5"), ("dollars", "$5"), ("six", "$6"), ("dollars", "$6")]),
+        (
+            "It runs abc xyz now.",
+            (LexiconEntry("abc", text="alpha"), LexiconEntry("xyz", text="zulu")),
+            [("alpha", "abc"), ("zulu", "xyz"), ("now", "now")],
+        ),
+        (
+            "Run k8s v2.3 today.",
+            (
+                LexiconEntry("k8s", text="kubernetes"),
+                LexiconEntry(r"\bv(\d+)\.(\d+)\b", text=r"version \1 point \2", regex=True),
+            ),
+            [("kubernetes", "k8s"), ("version", "v2.3"), ("two", "v2.3"), ("point", "v2.3"), ("three", "v2.3")],
+        ),
+    ],
+)
+def test_neighbouring_changed_tokens_each_keep_their_own_span(
+    frontend: Frontend, text: str, lexicon: tuple[LexiconEntry, ...], expected: list[tuple[str, str]]
+) -> None:
+    """Two tokens next to each other that both read differently (normalized, or replaced by the lexicon)
+    are one run to the matcher; read alone, each token tells which spoken words are its own."""
+    aligner = SourceAligner(lambda token: frontend.reading(token, "en-us", lexicon))
+    aligner.push(text)
+    words = [w.text for s in frontend.phonemize_segment(text, "en-us", lexicon=lexicon) for w in s.words]
+    aligner.segment(text, words)
+    read = []
+    for word in filter(spoken, words):
+        timing = aligner.timing(word, 0.0, 0.0)
+        assert timing.char_start is not None and timing.char_end is not None, word
+        read.append((word, text[timing.char_start : timing.char_end]))
+    assert [pair for pair in read if pair[0] in {w for w, _ in expected}] == expected, read
+    # without reading them apart, the run's words share its whole span, as before
+    alone = SourceAligner()
+    alone.push(text)
+    alone.segment(text, words)
+    spans = {text[t.char_start : t.char_end] for w in filter(spoken, words) if (t := alone.timing(w, 0, 0)).char_start}
+    assert any(" " in span for span in spans), spans

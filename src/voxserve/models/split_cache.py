@@ -133,7 +133,7 @@ def _current(directory: Path, family: str, source: Path) -> bool:
 
 def ensure_split_graphs(store: ModelStore, family: str, precision: SplitPrecision = "int8") -> Path:
     """The directory of ``family``'s split graphs at ``precision``, built now if not current."""
-    source = store.kokoro_model() if family == "kokoro" else store.piper_model()
+    source = _source(store, family)
     directory = split_dir(store, family, precision)
     if not _current(directory, family, source):
         log.info("building %s split graphs (%s) in %s", family, precision, directory)
@@ -146,6 +146,11 @@ def ensure_split_graphs(store: ModelStore, family: str, precision: SplitPrecisio
     return directory
 
 
+def _source(store: ModelStore, family: str) -> Path:
+    """The whole model ``family``'s split graphs are derived from."""
+    return store.kokoro_model() if family == "kokoro" else store.piper_model()
+
+
 def _sealing_key(store: ModelStore, source: Path) -> ModelKey | None:
     """The key to seal rebuilt graphs with: the store's when its source is sealed (required then)."""
     if not source.name.endswith(SEALED_SUFFIX):
@@ -156,11 +161,14 @@ def _sealing_key(store: ModelStore, source: Path) -> ModelKey | None:
 
 
 def split_builder(precision: SplitPrecision) -> Builder:
-    """A :attr:`ModelStore.builders` entry that keeps the configured engines' split graphs current."""
+    """A :attr:`ModelStore.builders` entry that keeps the configured engines' split graphs current; it
+    returns the files it built now (none when they were current)."""
 
     def build(store: ModelStore) -> list[InstalledFile]:
         built: list[InstalledFile] = []
         for family in store.settings.engines:
+            if _current(split_dir(store, family, precision), family, _source(store, family)):
+                continue
             directory = ensure_split_graphs(store, family, precision)
             record = json.loads((directory / f"{family}_split.json").read_text())
             for name, digest in sorted(record["files"].items()):

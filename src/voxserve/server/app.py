@@ -104,7 +104,7 @@ def _refuse_other_methods(app: FastAPI, api: APIRouter) -> None:
             allowed.add("HEAD")
         allow = ", ".join(sorted(allowed | {"OPTIONS"}))
         app.add_api_route(path, _options(allow), methods=["OPTIONS"], include_in_schema=False)
-        refused = sorted({"GET", "POST", "PUT", "PATCH", "DELETE"} - allowed)
+        refused = sorted({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} - allowed)
         if refused:
             app.add_api_route(path, _refusal(allow), methods=refused, include_in_schema=False)
 

@@ -35,13 +35,15 @@ _WHY = {
     401: "Missing or invalid credentials (when authentication is on).",
     403: "The credentials do not allow this.",
     404: "No such model.",
+    408: "The request body did not arrive within the server's body timeout.",
     413: "The input is larger than the server's limit.",
     429: "Rate limited; retry after Retry-After seconds.",
+    500: "The engine failed on this request (engine_failure); the server goes on serving others.",
     503: "Not ready, draining, or at capacity; retry (Retry-After when known).",
 }
 # status codes each operation can answer besides 200 (the rest is routing: 404/405, not per operation)
 _ERRORS = {
-    ("/v1/audio/speech", "post"): (400, 401, 403, 413, 429, 503),
+    ("/v1/audio/speech", "post"): (400, 401, 403, 408, 413, 429, 500, 503),
     ("/v1/voices", "get"): (401, 403, 429, 503),
     ("/v1/audio/voices", "get"): (401, 403, 429, 503),
     ("/v1/models", "get"): (401, 403, 429, 503),

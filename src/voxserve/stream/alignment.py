@@ -6,7 +6,11 @@ highlight or cut at the original characters. Each text segment covers the next c
 text, as many as it has besides spaces (the segmenter keeps every other character); its spoken words are
 matched to the tokens there by their letters and digits. Words that match a token exactly take that
 token's span; a run of spoken words standing for a run of tokens that reads differently (a number, money,
-a date, an abbreviation) takes the span of the whole run, so "five" and "dollars" both point at "$5".
+a date, an abbreviation) takes the span of the token it came from: each token of the run is read alone
+as the front end reads text (lexicon, then normalization), and when those readings spell the run's words
+in order, each word points at its own token, so "five" and "dollars" point at "$5" and "six" at "$6" in
+"$5 $6". Otherwise (a reading that depends on the tokens around it) every word of the run takes the
+whole run's span.
 
 Scripts written without spaces (Chinese, Japanese) are matched a character at a time, and a run of
 words whose letters spell a run of characters exactly takes its own characters: "你好" and "世界" in
@@ -16,9 +20,11 @@ space does, and a ``[word](/phonemes/)`` span is matched by its word alone.
 
 from __future__ import annotations
 
+import bisect
 import difflib
+import itertools
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from voxserve.text.clean import is_word_break
 from voxserve.text.markup import MARKUP_RE
@@ -39,7 +45,12 @@ def spoken(word: str) -> bool:
     return any(ch.isalnum() for ch in word)
 
 
-def match_words(words: Sequence[str], source: str, tokens: Sequence[Span]) -> list[Span | None]:
+Reading = Callable[[str], str]  # a token as the front end reads it (Frontend.reading)
+
+
+def match_words(
+    words: Sequence[str], source: str, tokens: Sequence[Span], read: Reading | None = None
+) -> list[Span | None]:
     """The span in ``source`` of each of ``words``, matched against ``tokens`` (spans of ``source``)."""
     word_keys = [_key(w) for w in words]
     token_keys = [_key(source[a:b]) for a, b in tokens]
@@ -52,6 +63,8 @@ def match_words(words: Sequence[str], source: str, tokens: Sequence[Span]) -> li
                 result[i1 + k] = last = _trim(source, tokens[j1 + k])
         elif tag == "replace":
             parts = _spelled(word_keys[i1:i2], token_keys[j1:j2])
+            if parts is None and read is not None and j2 - j1 > 1:
+                parts = _read_apart(word_keys[i1:i2], [source[a:b] for a, b in tokens[j1:j2]], read)
             last = _trim(source, (tokens[j1][0], tokens[j2 - 1][1]))
             for k in range(i1, i2):
                 if parts is not None:
@@ -97,6 +110,22 @@ def _spelled(words: Sequence[str], tokens: Sequence[str]) -> list[tuple[int, int
     return runs if not any(tokens[j:]) else None
 
 
+def _read_apart(words: Sequence[str], tokens: Sequence[str], read: Reading) -> list[tuple[int, int]] | None:
+    """For each of ``words`` (letters and digits), the run of ``tokens`` its letters come from when each
+    token is read alone (``read``), or None unless those readings spell exactly the words in order."""
+    readings = [_key(read(token)) for token in tokens]
+    if "".join(readings) != "".join(words):
+        return None
+    ends = list(itertools.accumulate(len(reading) for reading in readings))  # where each token's letters end
+    runs: list[tuple[int, int]] = []
+    at = 0
+    for word in words:
+        first = bisect.bisect_right(ends, at)  # the token holding the word's first letter
+        at += len(word)
+        runs.append((first, bisect.bisect_left(ends, at) + 1))
+    return runs
+
+
 def _pieces(source: str, start: int, end: int) -> list[Span]:
     """The pieces of ``source[start:end]`` words are matched to: tokens between spaces or invisible word
     breaks (:func:`~voxserve.text.clean.is_word_break`), each Han or kana letter on its own, and the word
@@ -138,7 +167,8 @@ def _trim(source: str, span: Span) -> Span:
 class SourceAligner:
     """One stream's sent text and its spoken words' spans, consumed in speaking order."""
 
-    def __init__(self) -> None:
+    def __init__(self, read: Reading | None = None) -> None:
+        self._read = read
         self._text = ""
         self._pos = 0
         self._spans: deque[tuple[str, Span | None]] = deque()
@@ -159,7 +189,7 @@ class SourceAligner:
         self._pos = end
         tokens = _pieces(text, start, end)
         timed = [w for w in words if spoken(w)]
-        self._spans.extend(zip(timed, match_words(timed, self._text, tokens), strict=True))
+        self._spans.extend(zip(timed, match_words(timed, self._text, tokens, self._read), strict=True))
 
     def timing(self, word: str, start_s: float, end_s: float) -> WordTiming:
         """The timing of the next spoken word ``word``, with its span (words the engine skipped are

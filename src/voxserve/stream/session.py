@@ -87,7 +87,7 @@ class SynthesisSession:
         self._stream: ActiveStream | None = None  # this stream in the pool, while it produces audio
         self._compute_s = 0.0
         self._words: list[WordTiming] = []
-        self._source = SourceAligner()  # the sent text, for each word's characters
+        self._source = SourceAligner(lambda token: frontend.reading(token, self.lang, self.params.lexicon))
         self._idle_handle: asyncio.TimerHandle | None = None
         self.join_positions: list[int] = []  # stream samples where one segment's audio meets the next
         self._samples_out = 0

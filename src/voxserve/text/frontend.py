@@ -125,6 +125,14 @@ class Frontend:
             segments.extend(fit_words(words, text, lang, boundary, max_phonemes))
         return segments
 
+    def reading(self, text: str, lang: str, lexicon: Sequence[LexiconEntry] = ()) -> str:
+        """The words ``text`` is read as before G2P: the lexicon's replacements, then the language's own
+        normalization (numbers, money, abbreviations). Word timings read each of a run of changed tokens
+        alone with it, to tell which token each spoken word came from (:mod:`voxserve.stream.alignment`)."""
+        lang = normalize_lang(lang)
+        spans = parse_markup(apply_lexicon(clean_text(text), lexicon))
+        return " ".join(span.text if span.phonemes is not None else _normalize(span.text, lang) for span in spans)
+
     def warm(self, langs: Iterable[str], alphabet: Alphabet = "misaki") -> None:
         """Build the G2P objects of ``langs`` now: the first use of a cold one would otherwise pay for it."""
         for lang in langs:
