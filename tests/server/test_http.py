@@ -268,3 +268,15 @@ def test_access_log_is_json_without_text(make_server: ServerMaker, caplog: pytes
     assert "text" not in utterances[0] and utterances[1]["text"] == secret_text
     assert utterances[0]["chars"] == len(secret_text) and utterances[0]["status"] == "ok"
     assert all(secret_text not in json.dumps(line) for line in requests)
+    assert all(len(line["request_id"]) == 32 for line in requests)
+
+
+def test_every_response_carries_a_request_id(server: RunningServer) -> None:
+    """A client's plain ``X-Request-Id`` comes back as it was sent; otherwise, or when it is not a plain
+    token (a header that would forge log lines), the server names the request with a new one."""
+    given = httpx.get(server.base + "/v1/voices", headers={"X-Request-Id": "agent-7:turn-3"})
+    assert given.headers["x-request-id"] == "agent-7:turn-3"
+    refused = speech(server, input="", voice=PIPER)  # an error carries one too
+    made = httpx.get(server.base + "/healthz", headers={"X-Request-Id": 'x", "status": 200'})
+    ids = {refused.headers["x-request-id"], made.headers["x-request-id"]}
+    assert refused.status_code == 400 and len(ids) == 2 and all(len(i) == 32 and i.isalnum() for i in ids)

@@ -49,6 +49,23 @@ async def with_retries(attempt: Callable[[], Awaitable[T]], retries: int, max_wa
     raise AssertionError("unreachable")
 
 
+async def _within(awaitable: Awaitable[T], timeout_s: float | None) -> T:
+    """``awaitable``'s result, or ``TimeoutError`` after ``timeout_s`` (None: no limit). Not
+    ``asyncio.wait_for``: before Python 3.12 it can swallow a cancellation that meets a result, and its
+    caller then runs on after it was cancelled (a stream closed on barge-in would wait for ever)."""
+    if timeout_s is None:
+        return await awaitable
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    finally:
+        if not task.done():
+            task.cancel()
+    if not done:
+        raise TimeoutError
+    return task.result()
+
+
 def _http_error(response: httpx.Response, body: bytes) -> VoxServeError:
     try:
         error = json.loads(body)["error"]
@@ -225,7 +242,7 @@ class Connection:
             raise _unreachable(self._url, exc) from exc
         try:
             await ws.send(json.dumps({"type": "config", "protocol": 2, **self._config}))
-            message = json.loads(await asyncio.wait_for(ws.recv(), self.timeout_s))
+            message = json.loads(await _within(ws.recv(), self.timeout_s))
         except TimeoutError:
             await ws.close()
             raise VoxServeError("timeout", f"{self._url}: no ready event within the client's timeout") from None
@@ -329,9 +346,13 @@ class Context:
         self.text = ""  # all text sent to the context: what words' char_start/char_end index
         self._connection = connection
         self._ended = False  # end_input or cancel sent: the server owes the rest, within the timeout
+        # the server has sent its done (it may end a context the client has not: one idle too long, or
+        # failed); text sent to it from then on is refused as unknown_context: open a new context
+        self.finished = False
         self._events: asyncio.Queue[AudioFrame | Done | BaseException] = asyncio.Queue()
 
     def _put(self, event: AudioFrame | Done | BaseException) -> None:
+        self.finished = self.finished or isinstance(event, Done)
         self._events.put_nowait(event)
 
     async def push_text(self, text: str) -> None:
@@ -357,7 +378,7 @@ class Context:
     async def _frames(self) -> AsyncIterator[AudioFrame]:
         while self.done is None:
             try:
-                event = await asyncio.wait_for(self._events.get(), self._connection.timeout_s if self._ended else None)
+                event = await _within(self._events.get(), self._connection.timeout_s if self._ended else None)
             except TimeoutError:
                 raise VoxServeError(
                     "timeout", f"context {self.id}: nothing from the server within the client's timeout"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,24 +125,48 @@ class VoxServeError(Exception):
 
     @property
     def retryable(self) -> bool:
-        """Busy or restarting (HTTP 503, WebSocket 1013, ``overloaded``/``shutting_down``, or no connection
-        at all: ``unavailable``): try again."""
-        return self.status in (503, 1013) or self.code in ("overloaded", "shutting_down", "not_ready", "unavailable")
+        """Busy or restarting: HTTP 503, ``overloaded``/``shutting_down``/``not_ready``, no connection at all
+        (``unavailable``), or a WebSocket closed as full (1013), going away (1001: a replica draining),
+        restarting (1012) or lost without a close (1006: the server or the network went down): try again."""
+        return self.status in (503, 1001, 1006, 1012, 1013) or self.code in (
+            "overloaded",
+            "shutting_down",
+            "not_ready",
+            "unavailable",
+        )
 
 
-def source_words(words: Iterable[WordTiming], text: str) -> Iterator[tuple[WordTiming, str]]:
-    """Each word with the characters of ``text`` (the text sent) it was read from, once per span: the
-    words spoken for one piece of text ("five", "dollars" for "$5") yield only the first, with "$5".
-    Words without a span yield their spoken form."""
-    last: tuple[int, int] | None = None
-    for word in words:
-        if word.char_start is None or word.char_end is None:
-            yield word, word.word
-            continue
-        span = (word.char_start, word.char_end)
-        if span != last:
-            last = span
-            yield word, text[word.char_start : word.char_end]
+class SourceWords:
+    """The words of one context (or utterance) as the text the client sent, across all its chunks.
+
+    Each word comes with the characters of the sent text it was read from, widened to the punctuation
+    around it ("there," and "(today)."), so that the pieces put together give the text back as sent.
+    The words spoken for one piece of text ("five", "dollars", "and", "fifty", "cents" for "$5.50") may
+    come in different chunks: only the first is given, with "$5.50"; the others are dropped. A word
+    without a span is given as spoken."""
+
+    def __init__(self) -> None:
+        self._last: tuple[int, int] | None = None  # the span given last
+        self._end = 0  # where the text given so far ends
+
+    def __call__(self, words: Iterable[WordTiming], text: str) -> list[tuple[WordTiming, str]]:
+        found: list[tuple[WordTiming, str]] = []
+        for word in words:
+            if word.char_start is None or word.char_end is None:
+                found.append((word, word.word))
+                continue
+            span = (word.char_start, word.char_end)
+            if span == self._last:
+                continue
+            self._last = span
+            start, end = span
+            while start > self._end and not text[start - 1].isspace():  # an opening quote or bracket
+                start -= 1
+            while end < len(text) and not text[end].isspace() and not text[end].isalnum():  # "," "." ")"
+                end += 1
+            self._end = max(self._end, end)
+            found.append((word, text[start:end]))
+        return found
 
 
 def words_of(items: list[dict[str, Any]] | None) -> tuple[WordTiming, ...]:

@@ -4,7 +4,14 @@
 protocol-2 WebSocket the TTS keeps open; every LiveKit segment (text up to a ``flush``) is one voxserve
 context, so segments and concurrent streams share the socket, and closing a stream cancels only its
 context. Audio is raw PCM at ``sample_rate``, which the server resamples to; word timings come as aligned
-transcripts (``TTSCapabilities.aligned_transcript``).
+transcripts (``TTSCapabilities.aligned_transcript``), each word with the punctuation around it as sent.
+
+LiveKit owns the retries: a stream's ``APIConnectOptions`` (``max_retry``, ``timeout``) are the only
+ones, and failures come out as its error types, retryable where trying again can help (a lost or refused
+connection, a busy or restarting server). A segment with nothing to speak (only punctuation or emoji, as
+an LLM may send) is a moment of silence, not an error that would end the agent's session; text the
+server stopped waiting for (a context closed after ``VOXSERVE_CONTEXT_IDLE_S`` without text) goes on in a
+new context.
 
     from voxserve.integrations.livekit import TTS
     session = AgentSession(tts=TTS(base_url="http://127.0.0.1:8000", voice="af_heart"), ...)
@@ -17,15 +24,19 @@ import contextlib
 from collections.abc import Coroutine
 from typing import Any
 
-from livekit.agents import APIConnectionError, APIConnectOptions, APIStatusError, tts
+from livekit.agents import APIConnectionError, APIConnectOptions, APIError, APIStatusError, APITimeoutError, tts
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, TimedString
 from livekit.agents.utils import shortuuid
 
 from voxserve.client import AsyncClient, VoxServeError
 from voxserve.client.aio import Connection, Context
-from voxserve.client.types import source_words
+from voxserve.client.types import SourceWords
 
 DEFAULT_SAMPLE_RATE = 24000
+SILENCE_S = 0.02  # what a segment with nothing to speak gives: LiveKit expects audio for any text
+# the HTTP status LiveKit is told for a refusal, by the server's error code (the rest: their own, else 400)
+_STATUS = {"unauthorized": 401, "forbidden": 403, "rate_limited": 429, "overloaded": 503, "not_ready": 503}
+_CLOSE_STATUS = {1013: 503, 4001: 401, 4003: 403, 4029: 429}  # WebSocket close codes as HTTP statuses
 
 
 class TTS(tts.TTS):
@@ -47,7 +58,8 @@ class TTS(tts.TTS):
             sample_rate=sample_rate,
             num_channels=1,
         )
-        self._client = AsyncClient(base_url, api_key=api_key)
+        # no retries of the client's own: LiveKit retries by the stream's APIConnectOptions
+        self._client = AsyncClient(base_url, api_key=api_key, retries=0, timeout_s=DEFAULT_API_CONNECT_OPTIONS.timeout)
         self._config = {
             "voice": voice,
             "speed": speed,
@@ -68,17 +80,17 @@ class TTS(tts.TTS):
     def provider(self) -> str:
         return "voxserve"
 
-    async def connection(self) -> Connection:
-        """The TTS's WebSocket, opened (or opened again after a failure) on first use."""
+    async def connection(self, options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS) -> Connection:
+        """The TTS's WebSocket, opened (or opened again after a failure) on first use, within the options'
+        timeout, which then bounds each wait for the server on it."""
         async with self._lock:
             if self._connection is None or self._connection.failed:
+                connection = self._client.connect(**self._config)
+                connection.timeout_s = options.timeout
                 try:
-                    connection = self._client.connect(**self._config)
                     await connection.__aenter__()
                 except VoxServeError as exc:
                     raise _api_error(exc) from None
-                except OSError as exc:
-                    raise APIConnectionError(f"voxserve unreachable: {exc}") from exc
                 if connection.sample_rate != self.sample_rate:
                     await connection.aclose()
                     raise APIConnectionError(f"voxserve sends {connection.sample_rate} Hz, not {self.sample_rate}")
@@ -112,9 +124,22 @@ class TTS(tts.TTS):
         await self._client.aclose()
 
 
-def _api_error(exc: VoxServeError) -> APIStatusError:
-    status = exc.status if exc.status and exc.status < 600 else (503 if exc.retryable else 400)
+def _api_error(exc: VoxServeError) -> APIError:
+    """``exc`` as LiveKit's error: a timeout, a connection lost or refused (retryable), or a status."""
+    if exc.code == "timeout":
+        return APITimeoutError(f"voxserve: {exc.message}")
+    close = _CLOSE_STATUS.get(exc.status or 0)
+    if exc.code == "unavailable" or (exc.code == "closed" and close is None):
+        return APIConnectionError(
+            f"voxserve: {exc.message or exc.code}", retryable=exc.code == "unavailable" or exc.retryable
+        )
+    status = close or _STATUS.get(exc.code) or (exc.status if exc.status and exc.status < 600 else 400)
     return APIStatusError(exc.message, status_code=status, body=exc.code, retryable=exc.retryable)
+
+
+def _speakable(text: str) -> bool:
+    """Whether ``text`` has a letter or digit: anything else (punctuation, emoji) the server refuses."""
+    return any(ch.isalnum() for ch in text)
 
 
 class SynthesizeStream(tts.SynthesizeStream):
@@ -125,52 +150,77 @@ class SynthesizeStream(tts.SynthesizeStream):
         self._voxserve = tts
 
     async def _run(self, output_emitter: tts.AudioEmitter) -> None:
-        connection = await self._voxserve.connection()
+        connection = await self._voxserve.connection(self._conn_options)
+        rate = self._voxserve.sample_rate
         output_emitter.initialize(
-            request_id=shortuuid(),
-            sample_rate=self._voxserve.sample_rate,
-            num_channels=1,
-            mime_type="audio/pcm",
-            stream=True,
+            request_id=shortuuid(), sample_rate=rate, num_channels=1, mime_type="audio/pcm", stream=True
         )
-        segments: asyncio.Queue[Context | None] = asyncio.Queue()
+        # what the receiver does next, in order: speak a context (a segment has more than one when the server
+        # closed one that waited too long for text), a silence (a segment with nothing to speak), end the
+        # segment, or stop (the input ended)
+        plan: asyncio.Queue[Context | str] = asyncio.Queue()
         live: list[Context] = []
 
         async def send() -> None:
             ctx: Context | None = None
+            held = ""  # the segment's text before anything speakable came
             async for item in self._input_ch:
-                if isinstance(item, self._FlushSentinel):
-                    if ctx is not None:
-                        await ctx.end_input()  # a LiveKit flush ends the segment
-                        ctx = None
+                if isinstance(item, self._FlushSentinel):  # a LiveKit flush ends the segment
+                    await end_segment(ctx, held)
+                    ctx, held = None, ""
                     continue
+                if ctx is not None and ctx.finished:  # closed by the server for want of text: go on anew
+                    ctx = None
                 if ctx is None:
+                    held += item
+                    if not _speakable(held):
+                        continue
+                    item, held = held, ""
                     ctx = connection.context()
                     live.append(ctx)
-                    await segments.put(ctx)
+                    await plan.put(ctx)
                 self._mark_started()
                 await ctx.push_text(item)
+            await end_segment(ctx, held)
+            await plan.put("stop")
+
+        async def end_segment(ctx: Context | None, held: str) -> None:
             if ctx is not None:
                 await ctx.end_input()
-            await segments.put(None)
+            elif held.strip():
+                await plan.put("silence")
+            await plan.put("end")
 
         async def receive() -> None:
-            while (ctx := await segments.get()) is not None:
-                output_emitter.start_segment(segment_id=ctx.id)
-                async for frame in ctx:
-                    # the transcript shows the text as sent ("$5", not "five dollars")
+            started, segment_s = False, 0.0  # the audio of the segment so far: a later context's words follow it
+            while (step := await plan.get()) != "stop":
+                if step == "end":
+                    if started:
+                        output_emitter.end_segment()
+                    started = False
+                    continue
+                if not started:
+                    output_emitter.start_segment(segment_id=step.id if isinstance(step, Context) else shortuuid())
+                    started, segment_s = True, 0.0
+                if not isinstance(step, Context):
+                    output_emitter.push(bytes(2 * int(rate * SILENCE_S)))
+                    segment_s += SILENCE_S
+                    continue
+                words, start_s = SourceWords(), segment_s  # the transcript shows the text as sent ("$5")
+                async for frame in step:
                     timed = [
-                        TimedString(f"{text} ", start_time=w.start_s, end_time=w.end_s)
-                        for w, text in source_words(frame.words, ctx.text)
+                        TimedString(f"{text} ", start_time=start_s + w.start_s, end_time=start_s + w.end_s)
+                        for w, text in words(frame.words, step.text)
                     ]
                     if timed:
                         output_emitter.push_timed_transcript(timed)
                     if frame.audio:
                         output_emitter.push(frame.audio)
-                output_emitter.end_segment()
-                live.remove(ctx)
+                        segment_s += len(frame.audio) / 2 / rate
+                live.remove(step)
 
-        tasks = [asyncio.create_task(send()), asyncio.create_task(receive())]
+        send_task = asyncio.create_task(send())
+        tasks = [send_task, asyncio.create_task(receive())]
         try:
             await asyncio.gather(*tasks)
         except VoxServeError as exc:

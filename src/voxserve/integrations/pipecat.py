@@ -1,9 +1,16 @@
 """A Pipecat TTS service backed by a voxserve server (extra ``voxserve[pipecat]``).
 
 It speaks protocol 2 over one WebSocket (docs/protocol.md): every Pipecat turn is a voxserve context,
-each sentence is sent to it as it is aggregated, and the turn's end closes it. On an interruption
-only that context is cancelled; the socket stays open for the next turn, so barge-in needs no
-reconnect. Word timings come back with each audio chunk and become Pipecat word timestamps.
+each piece of text is sent to it as it is aggregated (spoken at once where it ends a sentence), and the
+turn's end closes it. On an interruption only that context is cancelled; the socket stays open for the
+next turn, so barge-in needs no reconnect. Word timings come back with each audio chunk and become
+Pipecat word timestamps, each word with the punctuation around it as sent.
+
+A turn is spoken in full or fails with an error frame: it is sent again in a new context after the
+server's ``retry_after_s`` when the server was full, and goes on in a new context when the server
+closed one that waited too long for text (``VOXSERVE_CONTEXT_IDLE_S``). A server still loading (a
+restart) is waited for at connect. A context opened after the voice, language or speed changed
+(``TTSUpdateSettingsFrame``) is configured with them.
 
     from voxserve.integrations.pipecat import VoxServeTTSService
     tts = VoxServeTTSService(base_url="http://127.0.0.1:8000", voice="af_heart")
@@ -11,8 +18,11 @@ reconnect. Word timings come back with each audio chunk and become Pipecat word 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipecat.frames.frames import ErrorFrame, Frame, TTSAudioRawFrame, TTSStoppedFrame
@@ -21,7 +31,37 @@ from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import WebsocketTTSService
 from websockets.protocol import State
 
-from voxserve.client.types import source_words, words_of
+from voxserve.client.types import SourceWords, VoxServeError, words_of
+
+READY_WAIT_S = 60.0  # how long a connect waits for a server that says it is not ready yet (loading)
+TURN_RETRIES = 3  # times a turn is sent again to a server that was full
+_SENTENCE_END = tuple(".!?;:…。！？；")
+_GOES_ON = ("overloaded", "context_expired")  # a context's errors that its done follows, and the turn may outlive
+
+
+@dataclass
+class _Turn:
+    """One Pipecat turn (its context id), spoken by one voxserve context at a time."""
+
+    text: str = ""  # all its text so far: sent again in full when the server was full
+    context: str | None = None  # the voxserve context speaking it now
+    opened: int = 0  # voxserve contexts opened for it (an id that has ended cannot be used again)
+    attempts: int = 0  # times it was sent again
+    ended: bool = False  # its text is complete (flush_audio)
+    waiting: bool = False  # to be sent again after the server's retry_after_s: its text is held
+    dead: bool = False  # failed: its error is out, and its further text is not sent
+    heard: bool = False  # some of its audio has gone out
+
+
+@dataclass
+class _Spoken:
+    """One voxserve context: the turn it speaks, the text sent to it (what its words' characters index),
+    and how it ended."""
+
+    turn: str
+    text: str = ""
+    words: SourceWords = field(default_factory=SourceWords)
+    failure: VoxServeError | None = None  # full or expired: its done follows
 
 
 class VoxServeTTSService(WebsocketTTSService):
@@ -54,7 +94,9 @@ class VoxServeTTSService(WebsocketTTSService):
         self._speed = speed
         self._receive_task: Any = None
         self._chunk: dict[str, Any] | None = None  # a chunk event whose audio frame comes next
-        self._sent: dict[str, str] = {}  # text sent per context: what words' char_start/char_end index
+        self._defaults: dict[str, Any] = {}  # the connection's config: contexts that differ send their own
+        self._turns: dict[str, _Turn] = {}  # by Pipecat context id
+        self._spoken: dict[str, _Spoken] = {}  # by voxserve context id
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -76,31 +118,59 @@ class VoxServeTTSService(WebsocketTTSService):
             self._receive_task = None
         await self._disconnect_websocket()
 
+    def _config(self) -> dict[str, Any]:
+        """The options a context is spoken with now (they follow ``TTSUpdateSettingsFrame``)."""
+        return {
+            "voice": self._settings.voice,
+            "lang": self._settings.language,
+            "speed": self._speed,
+            "format": "pcm",
+            "sample_rate": self.sample_rate,
+            "word_timings": True,
+        }
+
     async def _connect_websocket(self) -> None:
         if self._websocket and self._websocket.state is State.OPEN:
             return
         try:
-            self._websocket = await self._websocket_connect(self._url, additional_headers=self._headers)
-            config = {
-                "type": "config",
-                "protocol": 2,
-                "voice": self._settings.voice,
-                "lang": self._settings.language,
-                "speed": self._speed,
-                "format": "pcm",
-                "sample_rate": self.sample_rate,
-                "word_timings": True,
-            }
-            await self._websocket.send(json.dumps(config))
-            ready = json.loads(await self._websocket.recv())
-            if ready.get("type") != "ready":
-                raise ConnectionError(f"voxserve refused the config: {ready.get('message', ready)}")
+            deadline = time.monotonic() + READY_WAIT_S
+            while True:  # a server that is loading (just restarted) or full asks to be asked again
+                self._websocket = await self._websocket_connect(self._url, additional_headers=self._headers)
+                self._defaults = self._config()
+                await self._websocket.send(json.dumps({"type": "config", "protocol": 2, **self._defaults}))
+                ready = json.loads(await self._websocket.recv())
+                if ready.get("type") == "ready":
+                    break
+                refusal = _error(ready)
+                await self._websocket.close()
+                wait = refusal.retry_after_s or 1.0
+                if not refusal.retryable or time.monotonic() + wait > deadline:
+                    raise ConnectionError(f"voxserve refused the config: {refusal.message}")
+                await asyncio.sleep(wait)
             self._chunk = None
             await self._call_event_handler("on_connected")
+            await self._resume()
         except Exception as exc:
             await self.push_error(error_msg=f"voxserve connection failed: {exc}", exception=exc)
             self._websocket = None
             await self._call_event_handler("on_connection_error", f"{exc}")
+
+    async def _resume(self) -> None:
+        """On a new socket (the last one was lost: a server restart, say), the contexts of the old one are
+        gone: a turn none of whose audio went out is sent again in full; one partly heard ends with an error."""
+        self._spoken.clear()
+        for turn_id, turn in list(self._turns.items()):
+            if turn.context is None or turn.dead:
+                continue
+            turn.context = None
+            if turn.heard:
+                turn.dead = True
+                await self.push_error(error_msg="voxserve: the connection was lost while the turn was spoken")
+                await self._end_turn(turn_id)
+                continue
+            await self._speak(turn_id, turn, turn.text, flush=True)
+            if turn.ended:
+                await self._close(turn_id, turn)
 
     async def _disconnect_websocket(self) -> None:
         try:
@@ -125,42 +195,120 @@ class VoxServeTTSService(WebsocketTTSService):
 
     async def _on_audio(self, audio: bytes) -> None:
         chunk, self._chunk = self._chunk, None
-        if chunk is None or not self.audio_context_available(chunk["context_id"]):
-            return  # audio of a context already interrupted
-        context_id = chunk["context_id"]
-        timings = words_of(chunk.get("words"))
+        spoken = self._spoken.get(chunk["context_id"]) if chunk is not None else None
+        if chunk is None or spoken is None or not self.audio_context_available(spoken.turn):
+            return  # audio of a turn already interrupted
         # word frames show the text as sent ("$5", not "five dollars")
-        words = [(text, w.start_s) for w, text in source_words(timings, self._sent.get(context_id, ""))]
-        if words:
-            await self.add_word_timestamps(words, context_id)
+        timed = [(text, w.start_s) for w, text in spoken.words(words_of(chunk.get("words")), spoken.text)]
+        if timed:
+            await self.add_word_timestamps(timed, spoken.turn)
         if audio:
             await self.stop_ttfb_metrics()
-            frame = TTSAudioRawFrame(audio=audio, sample_rate=self.sample_rate, num_channels=1, context_id=context_id)
-            await self.append_to_audio_context(context_id, frame)
+            if (turn := self._turns.get(spoken.turn)) is not None:
+                turn.heard = True
+            frame = TTSAudioRawFrame(audio=audio, sample_rate=self.sample_rate, num_channels=1, context_id=spoken.turn)
+            await self.append_to_audio_context(spoken.turn, frame)
 
     async def _on_event(self, event: dict[str, Any]) -> None:
-        kind, context_id = event.get("type"), event.get("context_id")
+        kind, code = event.get("type"), event.get("code")
+        spoken = self._spoken.get(event.get("context_id") or "")
         if kind == "chunk":
             self._chunk = event
-        elif kind == "done" and context_id:
-            self._sent.pop(context_id, None)
-            if not self.audio_context_available(context_id):
-                return  # interrupted: Pipecat has let the context go
-            await self.append_to_audio_context(context_id, TTSStoppedFrame(context_id=context_id))
-            await self.remove_audio_context(context_id)
-        elif kind == "error" and event.get("code") not in ("context_expired", "unknown_context"):
-            # a failed context is followed by its done; unknown_context: a late message to an interrupted one
-            await self.push_error(error_msg=f"voxserve: {event.get('code')}: {event.get('message')}")
+        elif kind == "error" and spoken is not None and code in _GOES_ON:
+            spoken.failure = _error(event)  # its done follows, and says what becomes of the turn
+        elif kind == "error" and spoken is not None:  # refused, or failed: the turn is over
+            del self._spoken[event["context_id"]]
+            turn = self._turns.get(spoken.turn)
+            if turn is not None and turn.context == event["context_id"]:
+                turn.dead = True
+                await self.push_error(error_msg=f"voxserve: {code}: {event.get('message')}")
+                await self._end_turn(spoken.turn)
+        elif kind == "error" and code != "unknown_context":  # unknown: a late message to an ended one
+            await self.push_error(error_msg=f"voxserve: {code}: {event.get('message')}")
+        elif kind == "done" and spoken is not None:
+            del self._spoken[event["context_id"]]
+            await self._context_done(event["context_id"], spoken)
+
+    async def _context_done(self, context: str, spoken: _Spoken) -> None:
+        """A voxserve context has ended: end its turn, or go on with the turn in a new context (the server
+        was full, or closed it for want of text while the turn goes on)."""
+        turn = self._turns.get(spoken.turn)
+        if turn is None or turn.context != context:
+            return  # an earlier context of the turn, or one interrupted
+        turn.context = None
+        failure = spoken.failure  # (an interrupted turn is gone from _turns: it is not sent again)
+        if failure is not None and failure.code == "overloaded":
+            if turn.attempts < TURN_RETRIES:
+                turn.attempts += 1
+                turn.waiting = True
+                self.create_task(self._again(spoken.turn, turn, failure.retry_after_s or 1.0))
+                return
+            turn.dead = True
+            await self.push_error(error_msg=f"voxserve: {failure.code}: {failure.message}")
+        elif failure is not None and not turn.ended and self.audio_context_available(spoken.turn):
+            return  # closed by the server for want of text while the turn goes on: its next text opens a new one
+        await self._end_turn(spoken.turn)
+
+    async def _end_turn(self, turn_id: str) -> None:
+        """The turn is over: its last audio, then the stop."""
+        turn = self._turns.get(turn_id)
+        if turn is not None and not turn.dead:  # a dead turn is kept until its end, to drop its text
+            del self._turns[turn_id]
+        if self.audio_context_available(turn_id):
+            await self.append_to_audio_context(turn_id, TTSStoppedFrame(context_id=turn_id))
+            await self.remove_audio_context(turn_id)
+
+    async def _again(self, turn_id: str, turn: _Turn, wait_s: float) -> None:
+        """Send the whole turn again, in a new context, after the server's ``retry_after_s``."""
+        await asyncio.sleep(wait_s)
+        if self._turns.get(turn_id) is not turn or not turn.waiting:
+            return  # interrupted meanwhile
+        turn.waiting = False
+        try:
+            await self._speak(turn_id, turn, turn.text, flush=True)
+            if turn.ended:
+                await self._close(turn_id, turn)
+        except Exception as exc:
+            turn.dead = True
+            await self.push_error(error_msg=f"voxserve: {exc}", exception=exc)
+            await self._end_turn(turn_id)
+
+    async def _speak(self, turn_id: str, turn: _Turn, text: str, flush: bool) -> None:
+        """Send ``text`` to the turn's voxserve context, opening one (with its own config when the
+        settings changed since the connection opened) if it has none now."""
+        if turn.context is None:
+            turn.opened += 1
+            turn.context = turn_id if turn.opened == 1 else f"{turn_id}~{turn.opened}"
+            self._spoken[turn.context] = _Spoken(turn_id)
+            config = self._config()
+            if config != self._defaults:
+                await self._send(type="config", context_id=turn.context, **config)
+        context = turn.context
+        await self._send(type="text", context_id=context, text=text)
+        self._spoken[context].text += text
+        if flush:
+            await self._send(type="flush", context_id=context)
+
+    async def _close(self, turn_id: str, turn: _Turn) -> None:
+        if turn.context is None:  # the server closed its context and no text came since: nothing is left
+            await self._end_turn(turn_id)
+            return
+        await self._send(type="close", context_id=turn.context)
 
     async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame | None, None]:
-        """Send one aggregated sentence to the turn's context and speak it now (audio comes on the
-        receive task)."""
+        """Send one aggregated piece of text to the turn's context; where it ends a sentence, ask for it to be
+        spoken now (audio comes on the receive task). A piece that ends mid-sentence (token aggregation)
+        is left to the server's own sentence buffering."""
+        turn = self._turns.setdefault(context_id, _Turn())
+        if turn.dead:  # its error is out already
+            yield None
+            return
         try:
             if not self._websocket or self._websocket.state is State.CLOSED:
                 await self._connect()
-            await self._send(type="text", context_id=context_id, text=text)
-            self._sent[context_id] = self._sent.get(context_id, "") + text
-            await self._send(type="flush", context_id=context_id)
+            turn.text += text
+            if not turn.waiting:  # else it goes with the rest of the turn
+                await self._speak(context_id, turn, text, flush=text.rstrip().endswith(_SENTENCE_END))
             await self.start_tts_usage_metrics(text)
         except Exception as exc:
             yield ErrorFrame(error=f"voxserve: {exc}")
@@ -171,12 +319,29 @@ class VoxServeTTSService(WebsocketTTSService):
     async def flush_audio(self, context_id: str | None = None) -> None:
         """The turn's text is complete: close its context (its remaining audio, then ``done``)."""
         target = context_id or self.get_active_audio_context_id()
-        if target and self._websocket:
-            await self._send(type="close", context_id=target)
+        turn = self._turns.get(target or "")
+        if target is None or turn is None:
+            return
+        turn.ended = True
+        if turn.dead:
+            del self._turns[target]
+        elif not turn.waiting and self._websocket:  # a turn waiting is closed when it is sent again
+            await self._close(target, turn)
 
     async def on_audio_context_interrupted(self, context_id: str) -> None:
-        """Barge-in: cancel this context only; the socket stays open for the next turn."""
+        """Barge-in: cancel this turn's context only; the socket stays open for the next turn."""
         await self.stop_all_metrics()
-        if context_id and self._websocket:
-            await self._send(type="cancel", context_id=context_id)
+        turn = self._turns.pop(context_id, None) if context_id else None
+        if turn is not None and turn.context is not None and self._websocket:
+            await self._send(type="cancel", context_id=turn.context)
         await super().on_audio_context_interrupted(context_id)
+
+
+def _error(event: dict[str, Any]) -> VoxServeError:
+    retry = event.get("retry_after_s")
+    return VoxServeError(
+        str(event.get("code", "error")),
+        str(event.get("message", event)),
+        retry_after_s=float(retry) if retry is not None else None,
+        context_id=event.get("context_id"),
+    )

@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -123,8 +125,19 @@ def _options(allow: str) -> Callable[[], Awaitable[Response]]:
     return options
 
 
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # a client's X-Request-Id that is kept as it is
+
+
+def _request_id(scope: Scope) -> str:
+    """The request's id: the client's ``X-Request-Id`` when it is a plain token, else a new one."""
+    given = dict(scope.get("headers") or ()).get(b"x-request-id", b"").decode("latin-1")
+    return given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+
+
 class AccessLog:
-    """Pure ASGI middleware: one JSON log line and one request count per HTTP request (never the body)."""
+    """Pure ASGI middleware: one JSON log line and one request count per HTTP request (never the body),
+    and an ``X-Request-Id`` on every response (the client's own, or a new one), logged with the line, so
+    a caller's report and the server's log meet."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
@@ -136,11 +149,13 @@ class AccessLog:
             return
         start = time.perf_counter()
         status = 500
+        request_id = _request_id(scope)
 
         async def capture(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message = {**message, "headers": [*message.get("headers", ()), (b"x-request-id", request_id.encode())]}
             await send(message)
 
         try:
@@ -157,6 +172,7 @@ class AccessLog:
                 "status": status,
                 "ms": round((time.perf_counter() - start) * 1000.0, 1),
                 "client": client[0] if client else None,
+                "request_id": request_id,
             }
             access_log.info(json.dumps(line))
 
@@ -254,7 +270,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST", "OPTIONS"],
             allow_headers=["Authorization", "Content-Type"],
-            expose_headers=["X-Sample-Rate", "X-Voice", "Retry-After"],
+            expose_headers=["X-Sample-Rate", "X-Voice", "Retry-After", "X-Request-Id"],
         )
     app.add_middleware(BodyLimit, limit=body_limit_bytes(settings), timeout_s=settings.body_timeout_s)
     app.add_middleware(
