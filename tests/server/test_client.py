@@ -190,3 +190,21 @@ def _metrics(server: RunningServer) -> list[str]:
     import httpx
 
     return httpx.get(server.base + "/metrics").text.splitlines()
+
+
+def test_source_words_give_each_span_once_with_its_punctuation_across_chunks() -> None:
+    """The words read for one piece of text ("$5.50") may come in different chunks: the span is given
+    once, with the punctuation around it, so the pieces put together give the text back as sent."""
+    from voxserve.client.types import SourceWords, WordTiming
+
+    text = 'Sure. The total is $5.50, "due" Friday.'
+    spans = {"Sure": (0, 4), "The": (6, 9), "total": (10, 15), "is": (16, 18), "money": (19, 24)}
+    spans |= {"due": (27, 30), "Friday": (32, 38)}
+    spoken = ["Sure", "The", "total", "is", "money", "money", "money"], ["money", "money", "due", "Friday"]
+    words = SourceWords()
+    given = []
+    for chunk in spoken:  # two chunks: "$5.50" is read as five words, split between them
+        given += [text for _, text in words([WordTiming(w, 0.0, 0.1, *spans[w]) for w in chunk], text)]
+    assert given == ["Sure.", "The", "total", "is", "$5.50,", '"due"', "Friday."]
+    assert " ".join(given) == text
+    assert words([WordTiming("eh", 0.0, 0.1)], text) == [(WordTiming("eh", 0.0, 0.1), "eh")]  # no span: as spoken

@@ -219,8 +219,7 @@ class SynthesizeStream(tts.SynthesizeStream):
                         segment_s += len(frame.audio) / 2 / rate
                 live.remove(step)
 
-        send_task = asyncio.create_task(send())
-        tasks = [send_task, asyncio.create_task(receive())]
+        tasks = [asyncio.create_task(send()), asyncio.create_task(receive())]
         try:
             await asyncio.gather(*tasks)
         except VoxServeError as exc:
