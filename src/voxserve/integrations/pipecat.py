@@ -108,7 +108,8 @@ class VoxServeTTSService(WebsocketTTSService):
     async def _connect(self) -> None:
         await super()._connect()
         await self._connect_websocket()
-        if self._websocket and not self._receive_task:
+        # a receive task that gave up (the server was down past Pipecat's reconnects) is started anew
+        if self._websocket and (not self._receive_task or self._receive_task.done()):
             self._receive_task = self.create_task(self._receive_task_handler(self._report_error))
 
     async def _disconnect(self) -> None:
