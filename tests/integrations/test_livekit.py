@@ -136,3 +136,27 @@ async def test_a_server_out_of_reach_fails_within_livekits_own_options() -> None
                 async for _ in stream:
                     pass
         assert time.monotonic() - started < 2.0
+
+
+async def test_a_server_that_stops_answering_times_out_within_the_streams_own_timeout() -> None:
+    """A stand-in server that says ready, then nothing (hung, or cut off by the network): the stream fails
+    with LiveKit's retryable timeout within its options' ``timeout``, even on a socket opened before."""
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def hung(ws: ServerConnection) -> None:
+        await ws.recv()
+        await ws.send('{"type": "ready", "session_id": "s", "sample_rate": 24000, "format": "pcm"}')
+        await ws.wait_closed()
+
+    async with serve(hung, "127.0.0.1", 0) as listening:
+        base = f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}"
+        async with TTS(base_url=base, voice=PIPER) as engine:
+            await engine.connection()  # opened with the default options, as in a running session
+            started = time.monotonic()
+            with pytest.raises(APITimeoutError):
+                async with engine.stream(conn_options=APIConnectOptions(max_retry=0, timeout=1.0)) as stream:
+                    stream.push_text("Hello there.")
+                    stream.end_input()
+                    async for _ in stream:
+                        pass
+            assert time.monotonic() - started < 4.0

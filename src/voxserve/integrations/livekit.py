@@ -82,9 +82,12 @@ class TTS(tts.TTS):
 
     async def connection(self, options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS) -> Connection:
         """The TTS's WebSocket, opened (or opened again after a failure) on first use, within the options'
-        timeout, which then bounds each wait for the server on it."""
+        timeout, which then bounds each wait for the server on it (the options of the stream that asked
+        last: streams sharing the socket share one timeout)."""
         async with self._lock:
-            if self._connection is None or self._connection.failed:
+            if self._connection is not None and not self._connection.failed:
+                self._connection.timeout_s = options.timeout
+            else:
                 connection = self._client.connect(**self._config)
                 connection.timeout_s = options.timeout
                 try:
