@@ -185,6 +185,22 @@ def grpc_status_name(exc: BaseException) -> str:
     return value
 
 
+def _classes(cls: type[VoxError] = VoxError) -> list[type[VoxError]]:
+    """``cls`` and every class below it, parents first."""
+    return [cls] + [c for sub in cls.__subclasses__() for c in _classes(sub)]
+
+
+def status_of(code: str | None = None, close: int | None = None) -> int | None:
+    """The HTTP status of an error known only by its ``code`` (an error event's) or the WebSocket ``close``
+    code it ended a socket with, as the tables above give them; None for neither (a close that names no
+    error: 1000, or 1006, a lost connection). For a client told of an error by a WebSocket, which must
+    report it to a framework in HTTP terms (the LiveKit plugin)."""
+    for cls in _classes():
+        if cls.code == code or (close not in (None, 1000) and _WS.get(cls) == close):
+            return http_status(cls(""))
+    return None
+
+
 def error_body(exc: BaseException) -> dict[str, object]:
     """The JSON error body shared by every transport (OpenAI-style envelope)."""
     if isinstance(exc, VoxError):

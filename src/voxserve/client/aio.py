@@ -251,7 +251,7 @@ class Connection:
             raise VoxServeError("closed", exc.rcvd.reason if exc.rcvd else "connection lost", status=code) from None
         if message.get("type") != "ready":
             await ws.close()
-            raise _event_error(message)
+            raise VoxServeError.from_event(message)
         self.ready = Ready(message["session_id"], int(message["sample_rate"]), message["format"])
         self._ws = ws
         self._reader = asyncio.create_task(self._read())
@@ -295,7 +295,7 @@ class Connection:
                     ctx._put(Done.from_json(message))
                     self._contexts.pop(ctx.id, None)
                 elif kind == "error" and ctx is not None and message.get("code") != "context_expired":
-                    ctx._put(_event_error(message))  # an expiry is followed by the context's audio and done
+                    ctx._put(VoxServeError.from_event(message))  # an expiry is followed by the context's audio and done
         except ConnectionClosed as exc:
             code = exc.rcvd.code if exc.rcvd is not None else 1006
             self._fail(VoxServeError("closed", exc.rcvd.reason if exc.rcvd else "connection lost", status=code))
@@ -324,15 +324,6 @@ def _frame(message: dict[str, Any], audio: bytes) -> AudioFrame:
         bool(message.get("final")),
         int(message.get("index", 0)),
         message.get("context_id"),
-    )
-
-
-def _event_error(message: dict[str, Any]) -> VoxServeError:
-    return VoxServeError(
-        str(message.get("code", "error")),
-        str(message.get("message", message)),
-        retry_after_s=message.get("retry_after_s"),
-        context_id=message.get("context_id"),
     )
 
 

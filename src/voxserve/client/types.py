@@ -123,6 +123,17 @@ class VoxServeError(Exception):
         self.retry_after_s = retry_after_s
         self.context_id = context_id
 
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> VoxServeError:
+        """The error an ``error`` event of the streaming protocol names."""
+        retry = event.get("retry_after_s")
+        return cls(
+            str(event.get("code", "error")),
+            str(event.get("message", event)),
+            retry_after_s=float(retry) if retry is not None else None,
+            context_id=event.get("context_id"),
+        )
+
     @property
     def retryable(self) -> bool:
         """Busy or restarting: HTTP 503, ``overloaded``/``shutting_down``/``not_ready``, no connection at all

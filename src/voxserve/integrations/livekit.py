@@ -31,12 +31,10 @@ from livekit.agents.utils import shortuuid
 from voxserve.client import AsyncClient, VoxServeError
 from voxserve.client.aio import Connection, Context
 from voxserve.client.types import SourceWords
+from voxserve.errors import status_of
 
 DEFAULT_SAMPLE_RATE = 24000
 SILENCE_S = 0.02  # what a segment with nothing to speak gives: LiveKit expects audio for any text
-# the HTTP status LiveKit is told for a refusal, by the server's error code (the rest: their own, else 400)
-_STATUS = {"unauthorized": 401, "forbidden": 403, "rate_limited": 429, "overloaded": 503, "not_ready": 503}
-_CLOSE_STATUS = {1013: 503, 4001: 401, 4003: 403, 4029: 429}  # WebSocket close codes as HTTP statuses
 
 
 class TTS(tts.TTS):
@@ -131,17 +129,18 @@ def _api_error(exc: VoxServeError) -> APIError:
     """``exc`` as LiveKit's error: a timeout, a connection lost or refused (retryable), or a status."""
     if exc.code == "timeout":
         return APITimeoutError(f"voxserve: {exc.message}")
-    close = _CLOSE_STATUS.get(exc.status or 0)
-    if exc.code == "unavailable" or (exc.code == "closed" and close is None):
+    closed = status_of(close=exc.status) if exc.code == "closed" else None  # a socket the server closed on purpose
+    if exc.code == "unavailable" or (exc.code == "closed" and closed is None):
         return APIConnectionError(
             f"voxserve: {exc.message or exc.code}", retryable=exc.code == "unavailable" or exc.retryable
         )
-    status = close or _STATUS.get(exc.code) or (exc.status if exc.status and exc.status < 600 else 400)
+    status = closed or status_of(code=exc.code) or (exc.status if exc.status and exc.status < 600 else 400)
     return APIStatusError(exc.message, status_code=status, body=exc.code, retryable=exc.retryable)
 
 
 def _speakable(text: str) -> bool:
-    """Whether ``text`` has a letter or digit: anything else (punctuation, emoji) the server refuses."""
+    """Whether ``text`` has a letter or digit: anything else (punctuation, emoji) the server refuses as
+    nothing speakable (``voxserve.text.clean.is_speakable``, which a plugin's venv cannot import)."""
     return any(ch.isalnum() for ch in text)
 
 

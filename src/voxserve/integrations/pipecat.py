@@ -35,6 +35,8 @@ from voxserve.client.types import SourceWords, VoxServeError, words_of
 
 READY_WAIT_S = 60.0  # how long a connect waits for a server that says it is not ready yet (loading)
 TURN_RETRIES = 3  # times a turn is sent again to a server that was full
+# what ends a sentence, as the server's segmenter reads it (voxserve.text.segment, which a plugin's venv
+# cannot import): a piece of text ending so is spoken at once
 _SENTENCE_END = tuple(".!?;:…。！？；")
 _GOES_ON = ("overloaded", "context_expired")  # a context's errors that its done follows, and the turn may outlive
 
@@ -142,7 +144,7 @@ class VoxServeTTSService(WebsocketTTSService):
                 ready = json.loads(await self._websocket.recv())
                 if ready.get("type") == "ready":
                     break
-                refusal = _error(ready)
+                refusal = VoxServeError.from_event(ready)
                 await self._websocket.close()
                 wait = refusal.retry_after_s or 1.0
                 if not refusal.retryable or time.monotonic() + wait > deadline:
@@ -216,7 +218,7 @@ class VoxServeTTSService(WebsocketTTSService):
         if kind == "chunk":
             self._chunk = event
         elif kind == "error" and spoken is not None and code in _GOES_ON:
-            spoken.failure = _error(event)  # its done follows, and says what becomes of the turn
+            spoken.failure = VoxServeError.from_event(event)  # its done follows, and says what becomes of the turn
         elif kind == "error" and spoken is not None:  # refused, or failed: the turn is over
             del self._spoken[event["context_id"]]
             turn = self._turns.get(spoken.turn)
@@ -336,13 +338,3 @@ class VoxServeTTSService(WebsocketTTSService):
         if turn is not None and turn.context is not None and self._websocket:
             await self._send(type="cancel", context_id=turn.context)
         await super().on_audio_context_interrupted(context_id)
-
-
-def _error(event: dict[str, Any]) -> VoxServeError:
-    retry = event.get("retry_after_s")
-    return VoxServeError(
-        str(event.get("code", "error")),
-        str(event.get("message", event)),
-        retry_after_s=float(retry) if retry is not None else None,
-        context_id=event.get("context_id"),
-    )
