@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import httpx
@@ -165,3 +166,69 @@ async def test_a_pause_longer_than_the_servers_context_idle_loses_no_text(tight_
     contexts = {f.context_id for f in down if isinstance(f, TTSAudioRawFrame)}
     words = [f.text.strip() for f in down if isinstance(f, TTSTextFrame)]
     assert len(contexts) == 1 and words[-2:] == ["forty", "two."], (contexts, words)
+
+
+async def test_a_refused_connection_gives_one_error_for_each_turn(base_url: str) -> None:
+    """The server refuses the service's config (here an unknown voice; a wrong key goes the same way): the
+    connection made at the start gives one error, and each turn of three sentences one more, not one or
+    two for each sentence. Pipecat adds its own for each context that ended with no audio."""
+    tts = VoxServeTTSService(base_url=base_url, voice="no_such_voice")
+    turn = [LLMTextFrame("The first sentence."), LLMTextFrame(" The second one."), LLMTextFrame(" And the third.")]
+    down, up = await run_test(
+        tts,
+        frames_to_send=[
+            *(frame for _ in range(2) for frame in (LLMFullResponseStartFrame(), *turn, LLMFullResponseEndFrame())),
+            SleepFrame(0.5),
+        ],
+        pipeline_params=PARAMS,
+    )
+    ours = [f.error for f in up + down if isinstance(f, ErrorFrame) and "no audio" not in f.error]
+    assert len(ours) == 1 + 2 and all("unknown voice 'no_such_voice'" in error for error in ours), ours
+    assert not audio_of(down)
+
+
+async def test_text_that_comes_while_an_expired_context_ends_goes_to_a_new_one() -> None:
+    """Between the server's ``context_expired`` and that context's ``done`` (its held text still being
+    spoken), text sent to it would be refused and the turn lost: it waits for the done, then opens a new
+    context. A stand-in server, which holds the done back for 0.5 s: with voxserve itself the gap is a
+    moment, too short to hit on purpose."""
+    from websockets.asyncio.server import ServerConnection, serve
+
+    seen: list[tuple[str, str | None, str | None]] = []  # (type, context, text) as the server got them
+
+    async def server(ws: ServerConnection) -> None:
+        await ws.recv()  # the config
+        await ws.send('{"type": "ready", "session_id": "s", "sample_rate": 16000, "format": "pcm"}')
+        async for raw in ws:
+            message = json.loads(raw)
+            seen.append((message["type"], message.get("context_id"), message.get("text")))
+            context = message.get("context_id")
+            if len(seen) == 1:  # the turn's first text: its context expires at once
+                expired = {"type": "error", "code": "context_expired", "message": "idle", "context_id": context}
+                await ws.send(json.dumps(expired))
+                await asyncio.sleep(0.5)
+                await ws.send(json.dumps({"type": "done", "context_id": context, "audio_s": 0.0}))
+                seen.append(("done sent", context, None))
+            elif message["type"] == "close":
+                await ws.send(json.dumps({"type": "done", "context_id": context, "audio_s": 0.0}))
+
+    async with serve(server, "127.0.0.1", 0) as listening:
+        port = listening.sockets[0].getsockname()[1]
+        tts = VoxServeTTSService(base_url=f"http://127.0.0.1:{port}", voice=PIPER)
+        await run_test(
+            tts,
+            frames_to_send=[
+                LLMFullResponseStartFrame(),
+                LLMTextFrame("Let me look that up for you."),
+                LLMTextFrame(" The"),  # the first sentence goes once the next one has begun
+                SleepFrame(0.2),
+                LLMTextFrame(" answer is forty two."),
+                LLMFullResponseEndFrame(),
+                SleepFrame(1.0),
+            ],
+            pipeline_params=PARAMS,
+        )
+    first = seen[0][1]
+    later = [(kind, context) for kind, context, text in seen if text and "forty two" in text]
+    assert later and later[0][1] != first, seen  # not sent to the expired context
+    assert seen.index(("done sent", first, None)) < [c for _, c, _ in seen].index(later[0][1]), seen

@@ -157,6 +157,35 @@ def test_a_websocket_server_that_stops_answering_is_a_timeout_not_a_hang() -> No
     asyncio.run(run())
 
 
+def test_a_context_the_server_closed_for_idleness_takes_no_more_text_from_its_expiry_on() -> None:
+    """``Context.finished`` turns true at the server's ``context_expired``, not only at the ``done`` that
+    follows the context's last audio: text sent in between would be refused and lost. (A stand-in
+    server that expires the context and then holds its done back.)"""
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def expires(ws: ServerConnection) -> None:
+        await ws.recv()
+        await ws.send('{"type": "ready", "session_id": "s", "sample_rate": 24000, "format": "pcm"}')
+        await ws.recv()  # the first text
+        await ws.send('{"type": "error", "code": "context_expired", "message": "idle", "context_id": "c1"}')
+        await ws.wait_closed()
+
+    async def run() -> None:
+        async with serve(expires, "127.0.0.1", 0) as listening:
+            port = listening.sockets[0].getsockname()[1]
+            client = AsyncClient(f"http://127.0.0.1:{port}", retries=0)
+            async with client, client.connect() as conn:
+                ctx = conn.context("c1")
+                await ctx.push_text("Hello.")
+                for _ in range(100):
+                    if ctx.finished:
+                        break
+                    await asyncio.sleep(0.02)
+                assert ctx.finished and ctx.done is None
+
+    asyncio.run(run())
+
+
 def test_retries_a_busy_server_after_retry_after(make_server: ServerMaker) -> None:
     """With the only stream slot taken, the first try gets 503 + Retry-After; the client waits, tries again
     once the slot is free, and succeeds."""

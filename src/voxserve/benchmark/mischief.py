@@ -21,6 +21,7 @@ import grpc
 from websockets.asyncio.client import connect
 
 from voxserve.benchmark.transports import Clients, Job, TransportError, speak
+from voxserve.client.waits import within
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 
 LONG = (
@@ -146,7 +147,7 @@ async def mischief(clients: Clients, voices: tuple[str, ...], duration_s: float,
         if time.perf_counter() >= deadline:
             return
         try:
-            await asyncio.wait_for(op(clients, voice), OP_TIMEOUT_S)
+            await within(op(clients, voice), OP_TIMEOUT_S)
             tally.expected[op.__name__] += 1
         except (Exception, grpc.aio.AioRpcError) as exc:  # every other answer is counted, and the soak goes on
             error = f"{op.__name__} {voice}: {type(exc).__name__}: {exc}"

@@ -29,6 +29,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from voxserve.client.types import AudioFrame, Done, Ready, Speech, Voice, VoxServeError, words_of
+from voxserve.client.waits import within
 
 T = TypeVar("T")
 _DEFAULT_WAIT_S = 1.0
@@ -47,23 +48,6 @@ async def with_retries(attempt: Callable[[], Awaitable[T]], retries: int, max_wa
             await asyncio.sleep(min(max_wait_s, exc.retry_after_s if exc.retry_after_s is not None else wait))
             wait *= 2
     raise AssertionError("unreachable")
-
-
-async def _within(awaitable: Awaitable[T], timeout_s: float | None) -> T:
-    """``awaitable``'s result, or ``TimeoutError`` after ``timeout_s`` (None: no limit). Not
-    ``asyncio.wait_for``: before Python 3.12 it can swallow a cancellation that meets a result, and its
-    caller then runs on after it was cancelled (a stream closed on barge-in would wait for ever)."""
-    if timeout_s is None:
-        return await awaitable
-    task = asyncio.ensure_future(awaitable)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=timeout_s)
-    finally:
-        if not task.done():
-            task.cancel()
-    if not done:
-        raise TimeoutError
-    return task.result()
 
 
 def _http_error(response: httpx.Response, body: bytes) -> VoxServeError:
@@ -242,7 +226,7 @@ class Connection:
             raise _unreachable(self._url, exc) from exc
         try:
             await ws.send(json.dumps({"type": "config", "protocol": 2, **self._config}))
-            message = json.loads(await _within(ws.recv(), self.timeout_s))
+            message = json.loads(await within(ws.recv(), self.timeout_s))
         except TimeoutError:
             await ws.close()
             raise VoxServeError("timeout", f"{self._url}: no ready event within the client's timeout") from None
@@ -294,8 +278,10 @@ class Connection:
                 elif kind == "done" and ctx is not None:
                     ctx._put(Done.from_json(message))
                     self._contexts.pop(ctx.id, None)
-                elif kind == "error" and ctx is not None and message.get("code") != "context_expired":
-                    ctx._put(VoxServeError.from_event(message))  # an expiry is followed by the context's audio and done
+                elif kind == "error" and ctx is not None and message.get("code") == "context_expired":
+                    ctx.finished = True  # it takes no more text; its last audio and its done follow
+                elif kind == "error" and ctx is not None:
+                    ctx._put(VoxServeError.from_event(message))
         except ConnectionClosed as exc:
             code = exc.rcvd.code if exc.rcvd is not None else 1006
             self._fail(VoxServeError("closed", exc.rcvd.reason if exc.rcvd else "connection lost", status=code))
@@ -337,8 +323,9 @@ class Context:
         self.text = ""  # all text sent to the context: what words' char_start/char_end index
         self._connection = connection
         self._ended = False  # end_input or cancel sent: the server owes the rest, within the timeout
-        # the server has sent its done (it may end a context the client has not: one idle too long, or
-        # failed); text sent to it from then on is refused as unknown_context: open a new context
+        # the server has closed the context (one idle too long: from its context_expired, before the last
+        # audio and the done) or ended it (its done; also one that failed); text sent to it from then on
+        # is refused: open a new context
         self.finished = False
         self._events: asyncio.Queue[AudioFrame | Done | BaseException] = asyncio.Queue()
 
@@ -369,7 +356,7 @@ class Context:
     async def _frames(self) -> AsyncIterator[AudioFrame]:
         while self.done is None:
             try:
-                event = await _within(self._events.get(), self._connection.timeout_s if self._ended else None)
+                event = await within(self._events.get(), self._connection.timeout_s if self._ended else None)
             except TimeoutError:
                 raise VoxServeError(
                     "timeout", f"context {self.id}: nothing from the server within the client's timeout"

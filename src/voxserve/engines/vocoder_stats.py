@@ -20,6 +20,7 @@ supplies them:
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from voxserve.models.fileio import write_atomic
 
 Array = npt.NDArray[np.float32]
 Means = dict[str, npt.NDArray[np.float64]]
@@ -48,9 +51,9 @@ class Corrections:
 
 def save_tagged(path: Path, tag: str, arrays: Mapping[str, npt.NDArray[np.generic]]) -> None:
     """Write ``arrays`` to ``path`` (.npz, atomically), marked with ``tag`` (what they were learned from)."""
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, __tag__=np.frombuffer(tag.encode(), dtype=np.uint8), **arrays)  # type: ignore[arg-type]
-    tmp.replace(path)
+    buffer = io.BytesIO()
+    np.savez(buffer, __tag__=np.frombuffer(tag.encode(), dtype=np.uint8), **arrays)  # type: ignore[arg-type]
+    write_atomic(path, buffer.getvalue())
 
 
 def load_tagged(path: Path, tag: str) -> dict[str, npt.NDArray[np.generic]] | None:

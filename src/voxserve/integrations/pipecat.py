@@ -51,6 +51,8 @@ class _Turn:
     attempts: int = 0  # times it was sent again
     ended: bool = False  # its text is complete (flush_audio)
     waiting: bool = False  # to be sent again after the server's retry_after_s: its text is held
+    expired: bool = False  # the server closed its context for want of text: its next text waits for the done
+    held: str = ""  # text that came while it was expired: sent in a new context once the old one is done
     dead: bool = False  # failed: its error is out, and its further text is not sent
     heard: bool = False  # some of its audio has gone out
 
@@ -165,7 +167,7 @@ class VoxServeTTSService(WebsocketTTSService):
         for turn_id, turn in list(self._turns.items()):
             if turn.context is None or turn.dead:
                 continue
-            turn.context = None
+            turn.context, turn.expired, turn.held = None, False, ""  # its whole text goes again, or none
             if turn.heard:
                 turn.dead = True
                 await self.push_error(error_msg="voxserve: the connection was lost while the turn was spoken")
@@ -219,6 +221,9 @@ class VoxServeTTSService(WebsocketTTSService):
             self._chunk = event
         elif kind == "error" and spoken is not None and code in _GOES_ON:
             spoken.failure = VoxServeError.from_event(event)  # its done follows, and says what becomes of the turn
+            turn = self._turns.get(spoken.turn)
+            if code == "context_expired" and turn is not None and turn.context == event["context_id"]:
+                turn.expired = True  # text sent to it now would be refused: it waits for the done
         elif kind == "error" and spoken is not None:  # refused, or failed: the turn is over
             del self._spoken[event["context_id"]]
             turn = self._turns.get(spoken.turn)
@@ -239,6 +244,7 @@ class VoxServeTTSService(WebsocketTTSService):
         if turn is None or turn.context != context:
             return  # an earlier context of the turn, or one interrupted
         turn.context = None
+        turn.expired = False
         failure = spoken.failure  # (an interrupted turn is gone from _turns: it is not sent again)
         if failure is not None and failure.code == "overloaded":
             if turn.attempts < TURN_RETRIES:
@@ -248,8 +254,13 @@ class VoxServeTTSService(WebsocketTTSService):
                 return
             turn.dead = True
             await self.push_error(error_msg=f"voxserve: {failure.code}: {failure.message}")
-        elif failure is not None and not turn.ended and self.audio_context_available(spoken.turn):
-            return  # closed by the server for want of text while the turn goes on: its next text opens a new one
+        elif failure is not None and self.audio_context_available(spoken.turn) and (turn.held or not turn.ended):
+            # closed by the server for want of text while the turn goes on: what came meanwhile opens a new
+            # context now (its audio follows the old one's), and the turn's next text goes there
+            held, turn.held = turn.held, ""
+            if held:
+                await self._go_on(spoken.turn, turn, held)
+            return
         await self._end_turn(spoken.turn)
 
     async def _end_turn(self, turn_id: str) -> None:
@@ -267,8 +278,13 @@ class VoxServeTTSService(WebsocketTTSService):
         if self._turns.get(turn_id) is not turn or not turn.waiting:
             return  # interrupted meanwhile
         turn.waiting = False
+        await self._go_on(turn_id, turn, turn.text)
+
+    async def _go_on(self, turn_id: str, turn: _Turn, text: str) -> None:
+        """Send ``text`` of the turn in a new context, closed at once when the turn's text is complete; a
+        failure ends the turn with an error."""
         try:
-            await self._speak(turn_id, turn, turn.text, flush=True)
+            await self._speak(turn_id, turn, text, flush=True)
             if turn.ended:
                 await self._close(turn_id, turn)
         except Exception as exc:
@@ -309,11 +325,18 @@ class VoxServeTTSService(WebsocketTTSService):
         try:
             if not self._websocket or self._websocket.state is State.CLOSED:
                 await self._connect()
+                if self._websocket is None:  # refused (a wrong key, an unknown voice): its error is out
+                    turn.dead = True
+                    yield TTSStoppedFrame(context_id=context_id)
+                    return
             turn.text += text
-            if not turn.waiting:  # else it goes with the rest of the turn
+            if turn.expired:  # sent once its expired context is done
+                turn.held += text
+            elif not turn.waiting:  # else it goes with the rest of the turn
                 await self._speak(context_id, turn, text, flush=text.rstrip().endswith(_SENTENCE_END))
             await self.start_tts_usage_metrics(text)
         except Exception as exc:
+            turn.dead = True  # one error for the turn, not one for each of its sentences
             yield ErrorFrame(error=f"voxserve: {exc}")
             yield TTSStoppedFrame(context_id=context_id)
             return
@@ -328,7 +351,7 @@ class VoxServeTTSService(WebsocketTTSService):
         turn.ended = True
         if turn.dead:
             del self._turns[target]
-        elif not turn.waiting and self._websocket:  # a turn waiting is closed when it is sent again
+        elif not turn.waiting and not turn.expired and self._websocket:  # else closed once sent again
             await self._close(target, turn)
 
     async def on_audio_context_interrupted(self, context_id: str) -> None:

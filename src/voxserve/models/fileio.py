@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import IO
 
@@ -67,3 +70,21 @@ def write_hashing(data: bytes, dst: Path) -> tuple[str, int]:
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_bytes(data)
     return hashlib.sha256(data).hexdigest(), len(data)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` at once (parents created): written to a file of its own beside it,
+    then renamed over it. A reader never sees half a file, and two processes writing the same file (two
+    ``voxserve models fetch``, or a server warming up beside one) each rename a whole one: with a shared
+    temporary name, one would rename the other's away and fail."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

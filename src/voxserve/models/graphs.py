@@ -43,7 +43,7 @@ from onnx import TensorProto, helper
 from voxserve.errors import ModelError
 from voxserve.models.batch_graph import make_batchable
 from voxserve.models.conv_gemm import convinteger_as_gemm
-from voxserve.models.fileio import sha256_file
+from voxserve.models.fileio import sha256_file, write_atomic
 from voxserve.models.graph_hashes import KNOWN_HASHES
 from voxserve.models.precision import conv1d_as_conv2d, convolutions_fp16, dequantize
 from voxserve.models.sealed import SUFFIX as SEALED_SUFFIX
@@ -278,9 +278,7 @@ def _write(model: onnx.ModelProto, path: Path, key: ModelKey | None) -> str:
     if key is not None:
         write_sealed(path, data, key)
     else:
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_atomic(path, data)
     return hashlib.sha256(data).hexdigest()
 
 

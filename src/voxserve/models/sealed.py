@@ -34,6 +34,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from voxserve.errors import ModelError
+from voxserve.models.fileio import write_atomic
 from voxserve.settings import Settings
 
 SUFFIX = ".vxenc"
@@ -176,10 +177,7 @@ def open_sealed(path: Path, key: ModelKey) -> bytes:
 def write_sealed(plain: Path, data: bytes, key: ModelKey) -> Path:
     """Write ``data`` (the content of ``plain``) sealed next to where ``plain`` would be; atomic."""
     target = sealed_path(plain)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_bytes(seal_bytes(data, key, plain.name))
-    tmp.replace(target)
+    write_atomic(target, seal_bytes(data, key, plain.name))
     return target
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from voxserve.models.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -94,12 +95,7 @@ class VerifiedCache:
             return
         data = {"version": _VERSION, "files": self._hashes, "variants": self._variants}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=FILENAME, dir=self.path.parent)
-            os.chmod(tmp, 0o644)
-            with os.fdopen(fd, "w") as handle:
-                json.dump(data, handle, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
+            write_atomic(self.path, json.dumps(data, indent=1, sort_keys=True).encode())
             self._loaded_key = stat_key(self.path.stat())
         except OSError as exc:
             log.info("could not save %s: %s", self.path, exc)

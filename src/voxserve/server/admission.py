@@ -53,6 +53,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+from voxserve.client.waits import within
 from voxserve.errors import Overloaded, ShuttingDown
 from voxserve.settings import Settings
 
@@ -208,14 +209,14 @@ class Admission:
         self._waiters.append(entry)
         self._changed()
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), self.queue_timeout_s)
+            await within(asyncio.shield(waiter), self.queue_timeout_s)
         except BaseException as exc:
             if entry in self._waiters:
                 self._waiters.remove(entry)
                 self._changed()
             elif waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                 self.release(booking)  # admitted just as we gave up: pass the room on
-            if isinstance(exc, asyncio.TimeoutError):
+            if isinstance(exc, TimeoutError):
                 raise Overloaded("timed out waiting for capacity; retry shortly", retry_after_s=1.0) from None
             raise
         return booking

@@ -21,6 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from voxserve.client.waits import within
 from voxserve.errors import ClientTooSlow, InputTooLarge, InvalidInput, Unauthorized, VoxError, error_body, http_status
 from voxserve.policy import body_limit_bytes
 from voxserve.server import audit, logsafe, openapi
@@ -200,8 +201,8 @@ class BodyLimit:
         seen = 0
         while True:
             try:
-                message = await asyncio.wait_for(receive(), self.timeout_s)
-            except asyncio.TimeoutError:  # a slow body (slowloris)
+                message = await within(receive(), self.timeout_s)
+            except TimeoutError:  # a slow body (slowloris)
                 slow = ClientTooSlow(f"the request body did not arrive within {self.timeout_s:g} s")
                 await _error_response(slow)(scope, receive, send)
                 return

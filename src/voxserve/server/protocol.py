@@ -8,7 +8,6 @@ that the HTTP and gRPC streams write through.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator, Awaitable
@@ -16,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from voxserve.client.waits import within
 from voxserve.errors import ClientTooSlow, InvalidInput
 from voxserve.policy import SpeechRequest, whole_file
 from voxserve.server import duplex as dx
@@ -30,8 +30,8 @@ async def send_within(sending: Awaitable[None], stall_s: float) -> None:
     stops reading blocks the send once the socket's buffers (or HTTP/2 flow control) are full, and it
     would hold its stream slot for ever."""
     try:
-        await asyncio.wait_for(sending, stall_s)
-    except asyncio.TimeoutError:
+        await within(sending, stall_s)
+    except TimeoutError:
         raise ClientTooSlow(f"the client took no audio for {stall_s:g} s") from None
 
 

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from voxserve.client.waits import within
 from voxserve.errors import ShuttingDown
 from voxserve.server.admission import Admission
 from voxserve.server.auth import Authenticator
@@ -74,14 +75,14 @@ class ServerState:
             await hook()
         grace = self.settings.shutdown_grace_s
         try:
-            await asyncio.wait_for(self.admission.wait_idle(), grace)
-        except asyncio.TimeoutError:
+            await within(self.admission.wait_idle(), grace)
+        except TimeoutError:
             cut = ShuttingDown("server is shutting down: the stream was cut at the end of the grace period")
             cancelled = self.service.cancel_all(cut)
             log.warning("shutdown grace of %.1f s over: cancelled %d stream(s)", grace, cancelled)
         loop = asyncio.get_running_loop()
         until = loop.time() + _TOLD_WITHIN_S
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.admission.wait_idle(), _TOLD_WITHIN_S)
+        with contextlib.suppress(TimeoutError):
+            await within(self.admission.wait_idle(), _TOLD_WITHIN_S)
         while any(not connection.quiet for connection in self.connections) and loop.time() < until:
             await asyncio.sleep(0.02)
