@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -40,3 +41,29 @@ async def test_a_cancellation_that_meets_the_result_still_cancels_the_caller() -
 
 async def test_no_limit_waits_for_the_result() -> None:
     assert await within(asyncio.sleep(0.01, result=3), None) == 3
+
+
+async def test_what_a_cancelled_wait_raises_instead_is_taken_not_reported_as_lost() -> None:
+    """A gRPC write cancelled by a caller that went away may end with an error of its own instead of
+    stopping; it is taken, so asyncio never logs "Task exception was never retrieved"."""
+    lost: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: lost.append(context))
+
+    async def fails_when_stopped() -> None:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            raise OSError("the write failed as it was stopped") from None
+
+    caller = asyncio.ensure_future(within(fails_when_stopped(), 10.0))
+    await asyncio.sleep(0.01)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    with pytest.raises(TimeoutError):
+        await within(fails_when_stopped(), 0.01)
+    await asyncio.sleep(0.01)
+    gc.collect()  # a lost exception is reported when its task is freed
+    await asyncio.sleep(0)
+    assert lost == []

@@ -15,22 +15,35 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 
 async def within(awaitable: Awaitable[T], timeout_s: float | None) -> T:
     """``awaitable``'s result, or ``TimeoutError`` once ``timeout_s`` has passed (None: no limit), when
-    it is cancelled. A cancellation of the caller always propagates, and cancels ``awaitable`` too."""
+    it is cancelled and its cancellation has run. A cancellation of the caller always propagates, and
+    cancels ``awaitable`` too. What the cancelled awaitable raises instead (a gRPC write fails rather
+    than stops) is taken and dropped: it would only be logged as never retrieved."""
     if timeout_s is None:
         return await awaitable
     task = asyncio.ensure_future(awaitable)
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout_s)
-    finally:
-        if not task.done():
+        if not done:
             task.cancel()
+            await asyncio.wait({task})
+    except BaseException:
+        task.cancel()
+        task.add_done_callback(_retrieve)
+        raise
     if not done:
+        _retrieve(task)
         raise TimeoutError
     return task.result()
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Take ``task``'s exception, if it ended with one, so that asyncio does not report it as lost."""
+    if not task.cancelled():
+        task.exception()
