@@ -56,18 +56,18 @@ def test_piper_wav_files_are_read_as_float(tmp_path: Path) -> None:
     assert audio.sample_rate == 22_050 and audio.samples.tolist() == [0.0, 0.5, -1.0]
 
 
-def _sentence(voice: str, engine: str) -> SentenceResult:
+def _sentence(voice: str, engine: str, language: str = "en", error: float = 0.0) -> SentenceResult:
     seams = SeamStats(
         joins=3, median_ratio=0.8, p99_ratio=1.0, clicks=0, baseline_median_ratio=0.7, baseline_click_share=0.0
     )
     return SentenceResult(
-        "en", voice, engine, "Hello there.", "hello there", 0.0, 1.2, 1.3, 4.1, 0.97, 4.2, 0.98, seams
+        language, voice, engine, "Hello there.", "hello there", error, 1.2, 1.3, 4.1, 0.97, 4.2, 0.98, seams
     )
 
 
 def test_report_puts_each_peer_beside_voxserve_and_lists_the_precisions() -> None:
     results = [_sentence("af_heart", "kokoro"), _sentence("en_US-joe-medium", "piper")]
-    summaries = summarize(results, {"af_heart": {"ovrl_mos": 3.3}})
+    summaries = summarize(results, {"en af_heart": {"ovrl_mos": 3.3}})
     peer_results = [
         PeerResult("en", "kokoro-onnx", "af_heart", "Hello there.", "hello there", 0.0, 1.1, 4.0, 0.99),
         PeerResult("en", "kokoro-onnx", "af_heart", "Good day.", "good day to you", 1.0, 0.9, 3.0, 0.95),
@@ -103,3 +103,15 @@ def test_report_puts_each_peer_beside_voxserve_and_lists_the_precisions() -> Non
     assert [r["error"] for r in precisions] == [None, "ModelError: no float16 Conv kernel"]
     plain = report.markdown(summaries, results, "voxserve eval", [])
     assert "## Peers" not in plain and "## Precision" not in plain
+
+
+def test_a_voice_heard_in_two_languages_gets_a_row_for_each() -> None:
+    """One Kokoro voice can speak English and Spanish: its English WERs and Spanish CERs are two rows,
+    each with its own DNSMOS, never one mean of both."""
+    results = [_sentence("ef_dora", "kokoro", "en", 1.0), _sentence("ef_dora", "kokoro", "en", 0.5)]
+    results += [_sentence("ef_dora", "kokoro", "es", 0.0), _sentence("ef_dora", "kokoro", "es", 0.1)]
+    rows = summarize(results, {"es ef_dora": {"ovrl_mos": 3.1}})
+    assert [(r.language, r.metric, r.sentences, r.error_rate, r.dnsmos_ovrl) for r in rows] == [
+        ("en", "WER", 2, 0.75, None),
+        ("es", "CER", 2, pytest.approx(0.05), 3.1),
+    ]

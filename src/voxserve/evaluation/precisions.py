@@ -5,7 +5,8 @@ int8 front (text encoder, durations, F0), so each variant's audio lines up with 
 for sample in time and only the decoder's arithmetic differs. Each variant is scored twice, PESQ-WB
 and STOI: decoded *whole* (one call) and *streamed* (the server's windows of the same front).
 
-Streams of every variant start from the int8 model's learned decoder statistics (see :func:`compare`).
+Streams of every variant start from the same learned decoder statistics: the int8 model's, or those of
+the variant a server here runs (:func:`_statistics`).
 A variant that cannot run on this machine's providers (float16 convolutions have no CPU kernel in
 some ONNX Runtime builds) is reported with the error instead of scores.
 """
@@ -20,6 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from voxserve.engines.onnx import resolve_providers
+from voxserve.engines.stats_model import StatsRegression
+from voxserve.engines.vocoder_stats import VoiceStatsBook
+from voxserve.errors import ModelError
 from voxserve.evaluation.fidelity import pesq_stoi
 from voxserve.evaluation.kokoro_windows import KokoroWindows
 from voxserve.models.graphs import PRECISIONS
@@ -79,6 +83,29 @@ def _row(
     return PrecisionRow(precision, providers, len(whole), wp, wp_min, ws, ws_min, sp, sp_min, ss, ss_min)
 
 
+def _statistics(
+    settings: Settings, reference: KokoroWindows, voice: str
+) -> tuple[VoiceStatsBook | None, StatsRegression | None]:
+    """The learned decoder statistics every variant streams from: the int8 model's, or, where a server
+    here runs another variant (``auto`` picks int8-gemm on CPUs where its matrix products pay), that
+    variant's, since a server learns them only for the precision it runs. Without any, streamed scores
+    say nothing of the arithmetic (a stream's first windows start blind), so they are asked for."""
+    book, model = reference.streamer.voice_stats, reference.streamer.stats_model
+    if book is not None and book.prior(voice) is not None and model is not None and model.knows(voice):
+        return book.snapshot(), model
+    if settings.precision == "int8":
+        raise ModelError("no learned decoder statistics for int8: start the server once (make serve) to learn them")
+    runtime = _runtime(settings, settings.precision)
+    try:
+        streamer = KokoroWindows(runtime).streamer
+        book, model = streamer.voice_stats, streamer.stats_model
+        if book is None or book.prior(voice) is None or model is None or not model.knows(voice):
+            raise ModelError("no learned decoder statistics: start the server once (make serve) to learn them")
+        return book.snapshot(), model
+    finally:
+        runtime.close()
+
+
 def compare(
     settings: Settings, variants: Sequence[str], texts: Sequence[str], voice: str, lang: str, quiet: bool = False
 ) -> list[PrecisionRow]:
@@ -89,11 +116,13 @@ def compare(
     rows = []
     try:
         reference = KokoroWindows(reference_runtime)
-        # Every variant streams from the same learned decoder statistics: the int8 model's, as saved by
-        # a server start (they describe the same network; a server at another precision learns its own
-        # at its first start, minutes of work per precision that a comparison of the arithmetic skips).
-        book, model = reference.streamer.voice_stats, reference.streamer.stats_model
-        learned = book.snapshot() if book is not None else None
+        # Every variant streams from the same learned decoder statistics, as saved by a server start (they
+        # describe the same network; learning them for each precision is minutes of work that a
+        # comparison of the arithmetic skips).
+        try:
+            learned, model = _statistics(settings, reference, voice)
+        except ModelError as exc:  # each row says why; the rest of the evaluation stands
+            return [PrecisionRow(variant, "", len(texts), error=str(exc)) for variant in variants]
         references = [np.asarray(reference.streamer.decode(reference.front(t, voice, lang))) for t in texts]
         for variant in variants:
             runtime = reference_runtime

@@ -128,10 +128,12 @@ def summarize_peers(results: list[PeerResult], naturalness: dict[str, dict[str, 
 
 
 def summarize(results: list[SentenceResult], naturalness: dict[str, dict[str, float]]) -> list[VoiceSummary]:
-    """Per voice; ``naturalness`` holds each voice's DNSMOS scores (absent when not measured)."""
+    """Per language and voice (a voice may speak several languages); ``naturalness`` holds the DNSMOS
+    scores of each, keyed ``"<language> <voice>"`` (absent when not measured)."""
     rows = []
-    for voice in dict.fromkeys(r.voice for r in results):
-        mine = [r for r in results if r.voice == voice]
+    for language, voice in dict.fromkeys((r.language, r.voice) for r in results):
+        mine = [r for r in results if (r.language, r.voice) == (language, voice)]
+        scores = naturalness.get(f"{language} {voice}")
         pesqs = [r.pesq_wb for r in mine if r.pesq_wb is not None]
         stois = [r.stoi for r in mine if r.stoi is not None]
         wpesq = [r.window_pesq_wb for r in mine if r.window_pesq_wb is not None]
@@ -140,10 +142,10 @@ def summarize(results: list[SentenceResult], naturalness: dict[str, dict[str, fl
         base = [r.seams.baseline_median_ratio for r in mine if r.seams.baseline_median_ratio is not None]
         rows.append(
             VoiceSummary(
-                language=mine[0].language,
+                language=language,
                 voice=voice,
                 engine=mine[0].engine,
-                metric="WER" if mine[0].language == "en" else "CER",
+                metric="WER" if language == "en" else "CER",
                 sentences=len(mine),
                 error_rate=statistics.mean(r.error_rate for r in mine),
                 pesq_median=statistics.median(pesqs) if pesqs else None,
@@ -152,7 +154,7 @@ def summarize(results: list[SentenceResult], naturalness: dict[str, dict[str, fl
                 stoi_min=min(stois) if stois else None,
                 window_pesq_median=statistics.median(wpesq) if wpesq else None,
                 window_stoi_median=statistics.median(wstoi) if wstoi else None,
-                dnsmos_ovrl=naturalness[voice]["ovrl_mos"] if voice in naturalness else None,
+                dnsmos_ovrl=scores["ovrl_mos"] if scores else None,
                 joins=sum(r.seams.joins for r in mine),
                 clicks=sum(r.seams.clicks for r in mine),
                 seam_median_ratio=statistics.median(seam) if seam else None,
@@ -236,7 +238,9 @@ class Evaluation:
                 results.append(result)
                 clips.append(streamed)
             if self.naturalness and clips:
-                self.naturalness_scores[voice] = _naturalness([(c.samples, c.sample_rate) for c in clips])
+                self.naturalness_scores[f"{language} {voice}"] = _naturalness(
+                    [(c.samples, c.sample_rate) for c in clips]
+                )
             if not self.quiet:
                 print(file=sys.stderr)
         for peer in self.peers:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from voxserve.errors import ModelError
 from voxserve.models.conv_gemm import cpu_identity, measure
-from voxserve.models.fileio import sha256_file
+from voxserve.models.fileio import sha256_file, write_atomic
 from voxserve.models.graphs import PRECISIONS, SPLIT_FORMAT, build_split_graphs
 from voxserve.models.manifest import InstalledFile
 from voxserve.models.sealed import SUFFIX as SEALED_SUFFIX
@@ -78,13 +78,10 @@ def _recall(remember: Path | None, identity: dict[str, object]) -> SplitPrecisio
 
 
 def _record(remember: Path, record: dict[str, object]) -> None:
-    """Keep ``record`` in ``remember`` (written whole, then renamed); a cache that cannot be written is no
-    error: the next start measures again."""
+    """Keep ``record`` in ``remember`` (:func:`~voxserve.models.fileio.write_atomic`); a cache that cannot
+    be written is no error: the next start measures again."""
     with contextlib.suppress(OSError):
-        remember.parent.mkdir(parents=True, exist_ok=True)
-        partial = remember.with_suffix(".partial")
-        partial.write_text(json.dumps(record, indent=2) + "\n")
-        partial.replace(remember)
+        write_atomic(remember, (json.dumps(record, indent=2) + "\n").encode())
 
 
 def precision_record(store: ModelStore) -> Path:
