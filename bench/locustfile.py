@@ -6,7 +6,8 @@ Besides Locust's own request rows, every request adds a ``first audio`` row (tim
 its first audio byte, in ms) and a ``playback`` row, which fails when a listener playing from the
 first byte would have run dry (the listener model of ``voxserve.stream.playback``). The voice comes
 from ``VOXSERVE_BENCH_VOICE`` (default en_US-joe-medium), the texts from the shipped ``short`` set
-(``VOXSERVE_BENCH_TEXT_SET`` to change it).
+(``VOXSERVE_BENCH_TEXT_SET`` to change it). A server with API keys takes ``VOXSERVE_API_KEY`` (the
+clients' variable) as a Bearer token on both transports.
 """
 
 from __future__ import annotations
@@ -21,9 +22,15 @@ from websockets.sync.client import connect
 
 from voxserve.benchmark import corpus
 from voxserve.benchmark.records import Arrivals, PcmCounter, record_from_arrivals
+from voxserve.errors import InvalidInput
 
 VOICE = os.environ.get("VOXSERVE_BENCH_VOICE", "en_US-joe-medium")
-TEXTS = corpus.load(os.environ.get("VOXSERVE_BENCH_TEXT_SET", "short"))
+try:
+    TEXTS = corpus.load(os.environ.get("VOXSERVE_BENCH_TEXT_SET", "short"))
+except InvalidInput as exc:  # one line naming the variable, not a traceback from Locust's import
+    raise SystemExit(f"VOXSERVE_BENCH_TEXT_SET: {exc}") from None
+_KEY = os.environ.get("VOXSERVE_API_KEY")
+HEADERS = {"Authorization": f"Bearer {_KEY}"} if _KEY else {}
 
 
 def _report(user: User, transport: str, arrivals: Arrivals, chars: int) -> None:
@@ -49,7 +56,8 @@ class HttpStreamingUser(HttpUser):
         text = random.choice(TEXTS)
         body = {"model": "tts-1", "input": text, "voice": VOICE, "response_format": "pcm"}
         t0 = time.perf_counter()
-        with self.client.post("/v1/audio/speech", json=body, stream=True, catch_response=True) as response:
+        post = self.client.post("/v1/audio/speech", json=body, headers=HEADERS, stream=True, catch_response=True)
+        with post as response:
             if response.status_code != 200:
                 response.failure(f"HTTP {response.status_code}: {response.text[:200]}")
                 return
@@ -72,7 +80,7 @@ class WebSocketUser(User):
         error: Exception | None = None
         counter: PcmCounter | None = None
         try:
-            with connect(url, max_size=None) as ws:
+            with connect(url, max_size=None, additional_headers=HEADERS) as ws:
                 ws.send(json.dumps({"type": "config", "voice": VOICE, "format": "pcm"}))
                 ready = json.loads(ws.recv())
                 if ready.get("type") != "ready":

@@ -331,3 +331,44 @@ def test_the_capacity_line_gives_the_share_of_the_saturation() -> None:
         "capacity v: 4 concurrent listeners, 25% of the saturation ("
     )
     assert capacity_line("v", result).startswith("capacity v: 4 concurrent listeners (")
+
+
+@pytest.mark.parametrize(
+    ("options", "refused"),
+    [
+        (["--soak", "0"], "--soak takes a positive"),
+        (["--soak", "-1"], "--soak takes a positive"),
+        (["--soak", "0.05", "--ramp", "20"], r"shorter than --soak \(3 s\)"),
+        (["--duration", "nan"], "--duration must be"),
+        (["--duration", "inf"], "--duration must be"),
+        (["--target-ratio", "-1"], "--target-ratio"),
+        (["--max-stall-rate", "-1"], "--max-stall-rate"),
+        (["--max-stall-rate", "1.5"], "--max-stall-rate"),
+        (["--max-concurrency", "0"], "--max-concurrency"),
+    ],
+)
+def test_options_that_would_measure_nothing_are_refused_before_any_request(options: list[str], refused: str) -> None:
+    import argparse
+
+    from voxserve.benchmark.command import _check, add_arguments
+    from voxserve.errors import InvalidInput
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(InvalidInput, match=refused):
+        _check(parser.parse_args(options))
+
+
+def test_the_reasons_requests_failed_are_counted_and_a_rate_limit_is_named() -> None:
+    from voxserve.benchmark.records import RequestRecord
+    from voxserve.benchmark.report import failures
+
+    def failed(error: str) -> RequestRecord:
+        return RequestRecord("http", "v", 5, 0.0, None, None, 0.0, None, 0, 0.0, error=error)
+
+    records = [failed("TransportError: HTTP 429 rate_limited: too many requests (limit 120/min)")] * 4
+    records += [failed("TransportError: HTTP 503 overloaded: server at capacity (2 streams, load 0.78)")] * 2
+    line = failures(records)
+    assert line.startswith("failed: 4 x HTTP 429 rate_limited: too many requests; 2 x HTTP 503 overloaded"), line
+    assert "VOXSERVE_RATE_LIMIT_PER_MINUTE=0" in line
+    assert failures([]) == ""

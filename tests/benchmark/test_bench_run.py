@@ -54,9 +54,10 @@ def test_bench_writes_results_and_plots(
     assert summary["throughput"] == pytest.approx(summary["audio_s_total"] / summary["wall_s"])
     _check_records(level["records"], set(transports.split(",")))
     if "--saturation" in options:  # two unpaced listeners measured first: the most audio a second, in this run
-        saturation = series["saturation"]
+        saturation = series["saturation"]["summary"]
         assert saturation["concurrency"] == 2 and saturation["errors"] == 0
         assert saturation["throughput"] > summary["throughput"] > 0
+        _check_records(series["saturation"]["records"], {"http"})  # its requests are kept like a level's
     else:
         assert series["saturation"] is None
     for name in ("first_audio_cdf", "first_audio_vs_concurrency", "stall_rate_vs_concurrency", "throughput"):

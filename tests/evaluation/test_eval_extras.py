@@ -3,6 +3,7 @@ trim used against a peer's output, the peers' summary and the report's peer and 
 
 from __future__ import annotations
 
+import sys
 import wave
 from pathlib import Path
 
@@ -115,3 +116,13 @@ def test_a_voice_heard_in_two_languages_gets_a_row_for_each() -> None:
         ("en", "WER", 2, 0.75, None),
         ("es", "CER", 2, pytest.approx(0.05), 3.1),
     ]
+
+
+def test_a_peers_python_without_the_peer_is_refused_before_any_sentence(tmp_path: Path) -> None:
+    """A Python that runs but lacks the peer (the system's) used to fail after voxserve's own scores were
+    computed, and lose them; it is refused up front, saying how to build the venv."""
+    with pytest.raises(InvalidInput, match=r"lacks \['piper'\].*make peers-venv"):
+        peers.check_python(Path(sys.executable), ("piper-tts",))
+    with pytest.raises(InvalidInput, match=r"no peers Python at .*make peers-venv"):
+        peers.check_python(tmp_path / "bin" / "python", ("kokoro-onnx",))
+    peers.check_python(Path(sys.executable), ())  # no peer asked for: only that it runs

@@ -15,7 +15,7 @@ PEERS_PYTHON = Path(__file__).resolve().parents[2] / ".venv-peers" / "bin" / "py
 
 
 def test_peers_speak_the_same_sentences_beside_voxserve(runtime: Runtime) -> None:
-    peers.check_python(PEERS_PYTHON)  # a missing venv fails here, saying how to build it
+    peers.check_python(PEERS_PYTHON, peers.PEERS)  # a missing venv fails here, saying how to build it
     synthesizer = Synthesizer(["kokoro", "piper"], streamed=runtime)
     try:
         evaluation = Evaluation(

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import shlex
 import sys
 import time
@@ -26,29 +27,39 @@ RAMP_S = 2.0  # a closed loop's listeners join within this time by default: call
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's options on its subparser (imports nothing heavy: the CLI builds this for every command)."""
-    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the server's HTTP base URL")
+    from voxserve.benchmark import corpus
+
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="the server's HTTP base URL (%(default)s)")
     parser.add_argument("--grpc-target", dest="grpc_target", help="gRPC host:port (default: the URL's host, :50051)")
     parser.add_argument("--api-key", dest="api_key", help="sent as a Bearer token on every transport")
     parser.add_argument("--transport", default="http", help="http, ws or grpc; several (http,ws) alternate")
-    parser.add_argument("--voice", help="voice id; several (a,b) are measured one after another (default: first)")
-    parser.add_argument("--concurrency", default="1", help="listeners, or a list of levels: 1,4,8,16")
+    parser.add_argument(
+        "--voice",
+        help="voice id; several (a,b) are measured one after another (default: the first the server "
+        "lists; the soak: the first of each engine)",
+    )
+    parser.add_argument("--concurrency", default="1", help="listeners, or a list of levels: 1,4,8,16 (1)")
     parser.add_argument("--unpaced", action="store_true",
                         help="listeners ask again as soon as the audio has arrived, without playing it")  # fmt: skip
     parser.add_argument("--saturation", type=int, metavar="N",
                         help="first measure N unpaced listeners (saturation); levels show their share")  # fmt: skip
     parser.add_argument("--arrival-rate", dest="arrival_rate", help="open loop: Poisson requests per second (list ok)")
     parser.add_argument("--duration", type=float, default=30.0, help="seconds per level (default 30)")
-    parser.add_argument("--text-set", dest="text_set", default="short", help="short, long, zh, ja (shipped texts)")
+    parser.add_argument("--text-set", dest="text_set", default="short",
+                        help=f"a shipped text set: {', '.join(corpus.available())} (default short)")  # fmt: skip
     parser.add_argument(
         "--incremental", type=float, metavar="TOKENS_PER_S", help="send text as word fragments at this rate (ws, grpc)"
     )
-    parser.add_argument("--output", default="bench-results", help="folder for results.json and the plots")
+    parser.add_argument("--output", default="bench-results",
+                        help="folder for results.json and the plots (%(default)s; results.json is written after "
+                        "each level, so a stopped run keeps the levels it finished)")  # fmt: skip
     parser.add_argument("--find-capacity", dest="find_capacity", action="store_true", help="search the capacity")
     parser.add_argument("--target-ratio", dest="target_ratio", type=float, default=3.0,
                         help="capacity: P90 first audio limit as a multiple of the lone first audio (3)")  # fmt: skip
     parser.add_argument("--max-stall-rate", dest="max_stall_rate", type=float, default=0.01,
                         help="capacity: share of requests allowed to underrun (0.01)")  # fmt: skip
-    parser.add_argument("--max-concurrency", dest="max_concurrency", type=int, default=256, help="capacity search cap")
+    parser.add_argument("--max-concurrency", dest="max_concurrency", type=int, default=256,
+                        help="capacity search cap (%(default)s)")  # fmt: skip
     parser.add_argument("--soak", type=float, metavar="MINUTES", help="long mixed run watching the server's resources")
     parser.add_argument("--seed", type=int, default=0, help="text order and arrival times")
     parser.add_argument("--ramp", type=float, metavar="SECONDS",
@@ -79,12 +90,21 @@ def _check(args: argparse.Namespace) -> tuple[list[str], list[int], list[float]]
         raise InvalidInput("--incremental needs --transport ws and/or grpc (HTTP takes the whole text at once)")
     if args.incremental is not None and args.incremental <= 0:
         raise InvalidInput("--incremental needs a positive rate")
-    if args.duration <= 0:
-        raise InvalidInput("--duration must be positive")
+    if not (math.isfinite(args.duration) and args.duration > 0):
+        raise InvalidInput("--duration must be a positive number of seconds")
+    if args.soak is not None and not (math.isfinite(args.soak) and args.soak > 0):
+        raise InvalidInput("--soak takes a positive number of minutes")
+    length, name = (args.soak * 60, "--soak") if args.soak is not None else (args.duration, "--duration")
     if args.ramp is None:
-        args.ramp = min(RAMP_S, args.duration / 2)
-    if not 0 <= args.ramp < args.duration:
-        raise InvalidInput(f"--ramp must be at least 0 and shorter than --duration ({args.duration:g} s)")
+        args.ramp = min(RAMP_S, length / 2)
+    if not 0 <= args.ramp < length:
+        raise InvalidInput(f"--ramp must be at least 0 and shorter than {name} ({length:g} s)")
+    if not (math.isfinite(args.target_ratio) and args.target_ratio >= 1):
+        raise InvalidInput("--target-ratio is a multiple of a lone listener's first audio: 1 or more")
+    if not 0 <= args.max_stall_rate <= 1:
+        raise InvalidInput("--max-stall-rate is a share of requests, from 0 to 1")
+    if args.max_concurrency < 1:
+        raise InvalidInput("--max-concurrency must be at least 1")
     levels = [int(n) for n in _numbers(args.concurrency, int, "--concurrency")]
     rates = _numbers(args.arrival_rate, float, "--arrival-rate") if args.arrival_rate else []
     if rates and args.find_capacity:
@@ -102,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
 
     texts = corpus.load(args.text_set)
     output = Path(args.output)
+    if output.exists() and not output.is_dir():
+        raise InvalidInput(f"--output {output} is a file; give a folder for results.json and the plots")
     output.mkdir(parents=True, exist_ok=True)
     return asyncio.run(_run(args, transports, levels, rates, texts, output))
 
@@ -129,11 +151,12 @@ async def _run(
             catalogue = await clients.catalogue()
         except Exception as exc:  # any failure to reach the server is the same message to the user
             raise InvalidInput(f"cannot read the voice list from {args.url}: {exc}") from None
-        if "grpc" in transports:
+        if "grpc" in transports or args.soak is not None:  # the soak's faults go over gRPC too
             try:
                 await clients.check_grpc()
             except TransportError as exc:
-                raise InvalidInput(f"{exc}; pass the server's gRPC host:port with --grpc-target") from None
+                why = "; the soak provokes faults over gRPC too" if "grpc" not in transports else ""
+                raise InvalidInput(f"{exc}{why}; pass the server's gRPC host:port with --grpc-target") from None
         rates = {voice: rate for voice, (_, rate) in catalogue.items()}
         play = not args.unpaced
         voices = _voices(args.voice, catalogue, one_per_engine=args.soak is not None)
@@ -156,6 +179,8 @@ async def _run(
             summary = summarize("soak", levels[0], soaked.records, soaked.wall_s)
             print(report.level_table("+".join(voices), [summary]))
             print(report.soak_table(soaked))
+            if why := report.failures(soaked.records):
+                print(why)
             results["soak"] = {"summary": summary.to_json(), **soaked.to_json(),
                                "records": [r.to_json() for r in soaked.records]}  # fmt: skip
             plots.soak_resources(soaked, output / "soak_resources.png")
@@ -165,7 +190,23 @@ async def _run(
         series: dict[str, list[plots.Level]] = {}
         server: dict[str, dict[str, object]] = {}
         capacities: dict[str, CapacityResult] = {}
-        saturation: dict[str, LevelSummary] = {}
+        saturation: dict[str, plots.Level] = {}
+
+        def keep() -> None:
+            """results.json as measured so far: a run stopped (Ctrl-C) keeps the levels it finished."""
+            results["series"] = [
+                {
+                    "voice": voice,
+                    "levels": [
+                        _level_json(level, server.get(f"{voice} {level.summary.label}", {})) for level in levels_
+                    ],
+                    "capacity": _capacity_json(capacities.get(voice)),
+                    "saturation": _level_json(saturation[voice]) if voice in saturation else None,
+                }
+                for voice, levels_ in series.items()
+            ]
+            _write(output, results)
+
         for voice in voices:
             plan = Plan(tuple(transports), (voice,), tuple(texts), args.duration, args.incremental, args.seed,
                         args.ramp, play)  # fmt: skip
@@ -173,7 +214,9 @@ async def _run(
             if args.saturation:
                 progress = Progress(f"{voice} saturation c={args.saturation}", plan.duration_s, quiet=quiet)
                 records, wall = await closed_loop(clients, replace(plan, play=False), args.saturation, rates, progress)
-                saturation[voice] = summarize(f"sat c={args.saturation}", args.saturation, records, wall)
+                summary = summarize(f"sat c={args.saturation}", args.saturation, records, wall)
+                saturation[voice] = plots.Level(summary, tuple(records))
+                keep()
 
             async def measure(
                 n: int,
@@ -197,6 +240,7 @@ async def _run(
                     **scrape.stall_delta(before, after),
                     **({"voxserve_load": after[scrape.LOAD]} if scrape.LOAD in after else {}),
                 }
+                keep()
                 return summary
 
             if args.find_capacity:
@@ -209,28 +253,14 @@ async def _run(
                 for n in levels:
                     await measure(n)
             measured.sort(key=lambda level: level.summary.concurrency)
-            sat = saturation.get(voice)
+            sat = saturation[voice].summary if voice in saturation else None
             print(report.level_table(voice, [level.summary for level in measured], sat))
+            if why := report.failures(r for level in measured for r in level.records):
+                print(why)
             if voice in capacities:
                 print(report.capacity_line(voice, capacities[voice], sat))
-        results["series"] = [
-            {
-                "voice": voice,
-                "levels": [
-                    {
-                        "summary": level.summary.to_json(),
-                        "server": server.get(f"{voice} {level.summary.label}", {}),
-                        "records": [r.to_json() for r in level.records],
-                    }
-                    for level in levels_
-                ],
-                "capacity": _capacity_json(capacities.get(voice)),
-                "saturation": saturation[voice].to_json() if voice in saturation else None,
-            }
-            for voice, levels_ in series.items()
-        ]
+        keep()
         written = plots.draw_all(series, output)
-        _write(output, results)
         print(f"wrote {output / 'results.json'} and {', '.join(p.name for p in written)}", file=sys.stderr)
         every = [r for levels_ in series.values() for level in levels_ for r in level.records]
         if every and all(r.error for r in every):
@@ -281,6 +311,18 @@ def _capacity_json(result: object) -> dict[str, object] | None:
     from dataclasses import asdict
 
     return None if result is None else asdict(result)  # type: ignore[call-overload]
+
+
+def _level_json(level: object, server: dict[str, object] | None = None) -> dict[str, object]:
+    """One measured level (a ``plots.Level``) as results.json holds it: its summary, the server's counters
+    over it (none for the saturation run), and every request."""
+    from voxserve.benchmark.plots import Level
+
+    assert isinstance(level, Level)
+    body: dict[str, object] = {"summary": level.summary.to_json()}
+    if server is not None:
+        body["server"] = server
+    return {**body, "records": [r.to_json() for r in level.records]}
 
 
 def _write(output: Path, results: dict[str, object]) -> None:

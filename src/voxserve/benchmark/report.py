@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
 
 from voxserve.benchmark.capacity import CapacityResult
 from voxserve.benchmark.mischief import refused_busy
+from voxserve.benchmark.records import RequestRecord
 from voxserve.benchmark.soak import SoakResult
 from voxserve.benchmark.stats import LevelSummary, Spread
 
@@ -78,3 +81,24 @@ def soak_table(result: SoakResult) -> str:
     rows.extend(f"    {example}" for example in tally.examples[:5])
     rows.append(f"  server-side failures counted by the server: {result.server_failures or 'none'}")
     return "\n".join(rows)
+
+
+def failures(records: Iterable[RequestRecord]) -> str:
+    """Why requests failed, the commonest reasons first ("" when none did): the table's ``fail`` column
+    cannot tell a server at capacity from a rate limit or a wrong key."""
+    reasons = Counter(_reason(r.error) for r in records if r.error)
+    if not reasons:
+        return ""
+    line = "failed: " + "; ".join(f"{n} x {reason}" for reason, n in reasons.most_common(3))
+    if len(reasons) > 3:
+        line += f"; {sum(reasons.values()) - sum(n for _, n in reasons.most_common(3))} other"
+    if any("429" in reason for reason in reasons):
+        line += "\n  (rate limited: a load test from one address wants VOXSERVE_RATE_LIMIT_PER_MINUTE=0 on the server)"
+    return line
+
+
+def _reason(error: str) -> str:
+    """An error's kind, without the exception's name and the numbers that vary between requests."""
+    text = re.sub(r"^\w+(Error|Exception): ", "", error)
+    text = re.split(r"[(;]", text, maxsplit=1)[0]
+    return re.sub(r"\d+\.\d+", "N", text).strip()[:70]

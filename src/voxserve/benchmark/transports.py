@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 import httpx
@@ -52,6 +54,13 @@ def fragments(text: str) -> list[str]:
     return pieces
 
 
+def _trusted_roots() -> bytes | None:
+    """The certificates HTTP and WebSocket trust here (``SSL_CERT_FILE``, as httpx and Python's ssl read
+    it), for gRPC too, which otherwise trusts only its own bundled roots; None: those roots."""
+    path = os.environ.get("SSL_CERT_FILE")
+    return Path(path).read_bytes() if path and Path(path).is_file() else None
+
+
 @dataclass
 class Clients:
     """Connections shared by all requests of a run: one HTTP pool, one gRPC channel."""
@@ -70,7 +79,9 @@ class Clients:
 
     @property
     def stub(self) -> pb_grpc.VoxServeStub:
-        if self._channel is None:
+        if self._channel is None and self.url.startswith("https:"):  # the server's gRPC port has its TLS too
+            self._channel = grpc.aio.secure_channel(self.grpc_target, grpc.ssl_channel_credentials(_trusted_roots()))
+        elif self._channel is None:
             self._channel = grpc.aio.insecure_channel(self.grpc_target)
         return pb_grpc.VoxServeStub(self._channel)
 

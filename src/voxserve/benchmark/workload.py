@@ -76,6 +76,7 @@ class Progress:
     in_flight: int = 0
     peak: int = 0
     quiet: bool = False
+    shown: str = ""  # the last line printed
 
     def line(self) -> str:
         elapsed = time.perf_counter() - self.started
@@ -92,11 +93,15 @@ class Progress:
         tty = sys.stderr.isatty()
         while not self.quiet:
             await asyncio.sleep(0.5 if tty else 5.0)
-            print(("\r" + self.line()) if tty else self.line(), end="" if tty else "\n", file=sys.stderr, flush=True)
+            self.shown = self.line()
+            print(("\r" + self.shown) if tty else self.shown, end="" if tty else "\n", file=sys.stderr, flush=True)
 
     def finish(self) -> None:
-        if not self.quiet:
-            print(("\r" if sys.stderr.isatty() else "") + self.line(), file=sys.stderr, flush=True)
+        """The level's last line: on a terminal it ends the line rewritten in place; elsewhere it is printed
+        unless the last periodic line said the same."""
+        tty = sys.stderr.isatty()
+        if not self.quiet and (tty or self.line() != self.shown):
+            print(("\r" if tty else "") + self.line(), file=sys.stderr, flush=True)
 
 
 class _Requests:

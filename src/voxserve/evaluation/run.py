@@ -176,6 +176,7 @@ class Evaluation:
     peers_python: Path = peer_libs.DEFAULT_PEERS_PYTHON
     peer_results: list[PeerResult] = field(default_factory=list)
     peer_naturalness: dict[str, dict[str, float]] = field(default_factory=dict)
+    peer_failures: list[str] = field(default_factory=list)  # peers that failed on a language, and why
     _whisper: dict[str, Any] = field(default_factory=dict)
     _windowed: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (voice, text) → stream
 
@@ -244,8 +245,15 @@ class Evaluation:
             if not self.quiet:
                 print(file=sys.stderr)
         for peer in self.peers:
-            if peer_libs.supports(peer, language):
+            if not peer_libs.supports(peer, language):
+                if not self.quiet:
+                    print(f"eval {language}: {peer} does not speak it; left out", file=sys.stderr)
+                continue
+            try:
                 self._peer(language, peer, voices, engines, texts)
+            except RuntimeError as exc:  # the peer's own failure: voxserve's scores and the other peers stand
+                self.peer_failures.append(f"{language} {peer}: {exc}"[:500])
+                print(f"eval {language}: {peer} failed, left out: {str(exc)[:300]}", file=sys.stderr)
         return results
 
     def _peer(
