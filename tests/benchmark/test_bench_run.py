@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.server.support import PIPER, RunningServer
+from tests.server.support import PIPER, RunningServer, SharedRuntime, server_settings
+from tests.server.test_tls import self_signed
 
 from voxserve.cli import main
+from voxserve.runtime import Runtime
 
 pytestmark = pytest.mark.alone  # the server's admission learns from stalls
 
@@ -106,3 +108,22 @@ def test_bench_refuses_a_grpc_target_with_no_server_before_any_request(
     error = capsys.readouterr().err
     assert f"gRPC at {nowhere}: UNAVAILABLE" in error and "--grpc-target" in error, error
     assert not (tmp_path / "results.json").exists()
+
+
+def test_bench_measures_every_transport_of_a_tls_server(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against an https URL the gRPC channel is TLS too, trusting the certificates ``SSL_CERT_FILE`` names,
+    as HTTP and the WebSocket do (it was plaintext, and every gRPC request failed)."""
+    certfile, keyfile = self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(certfile))
+    settings = server_settings(engines=["piper"], tls_certfile=certfile, tls_keyfile=keyfile)
+    running = RunningServer(settings, SharedRuntime(runtime))
+    try:
+        assert running.base.startswith("https:")
+        data = _bench(running, tmp_path / "out", "--transport", "http,ws,grpc", "--unpaced", "--duration", "2")
+    finally:
+        running.stop()
+    [series] = data["series"]
+    [level] = series["levels"]
+    _check_records(level["records"], {"http", "ws", "grpc"})
