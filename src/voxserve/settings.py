@@ -208,7 +208,9 @@ class Settings(BaseSettings):
         description="A WebSocket that sends nothing and has no utterance in progress this long is closed; 0 = never.",
     )
     max_contexts: int = Field(
-        default=8, ge=1, description="Contexts open at once on one multi-context (protocol 2) connection."
+        default=8,
+        ge=1,
+        description="Contexts open at once on one protocol-2 connection; utterances queued or speaking on a protocol-1 one.",
     )
     context_idle_s: float = Field(
         default=30.0,

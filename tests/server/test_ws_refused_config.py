@@ -91,3 +91,17 @@ def test_protocol_2_refused_defaults_refuse_text_that_would_open_a_context_with_
         send(ws, type="text", context_id="b", text="Spoken.")
         send(ws, type="close", context_id="b")
         assert audio_of(until_done(ws, {"b"})["b"])
+
+
+def test_a_close_after_a_refused_first_config_takes_no_defaults(server: RunningServer) -> None:
+    """The close is answered with its done and nothing else: no ready for the defaults, which would then
+    have spoken the next text in a voice and format never asked for (pcm, not the mp3 the client wanted)."""
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice="nobody", format="mp3")
+        assert recv_json(ws)["code"] == "unknown_voice"
+        send(ws, type="close")
+        done = recv_json(ws)
+        assert done["type"] == "done" and done["chunks"] == 0, done
+        send(ws, type="text", text="Never spoken in the default voice.")
+        ignored = recv_json(ws)
+        assert ignored["type"] == "error" and "text ignored" in ignored["message"], ignored

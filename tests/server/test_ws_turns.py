@@ -18,6 +18,7 @@ from voxserve.server.runtime_api import RuntimeLike
 from .audio_util import pcm_rms
 from .support import KOKORO, PIPER, RunningServer, ServerMaker
 from .test_ws import recv_json, send, utterance
+from .test_ws_contexts import LONG
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +155,44 @@ def test_chunk_times_count_the_samples_sent_at_any_rate(server: RunningServer) -
         assert abs(chunk["bytes"] / 2 / 16000 - chunk["duration_s"]) < 1e-3, chunk
         position += chunk["duration_s"]
     assert abs(len(audio) / 2 / 16000 - done["audio_s"]) < 1e-3
+
+
+def test_a_new_config_is_ready_only_after_the_utterance_before_it(server: RunningServer) -> None:
+    """Chunks carry no format or rate: the ready of a config sent while an utterance still plays comes
+    after that utterance's last chunk and done, so a client switching its decoder at it decodes nothing
+    of the old utterance in the new format."""
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=PIPER, format="pcm")
+        assert recv_json(ws)["type"] == "ready"
+        send(ws, type="text", text=LONG)
+        send(ws, type="close")
+        send(ws, type="config", voice=KOKORO, format="mp3")
+        send(ws, type="text", text="Now in another voice.")
+        send(ws, type="close")
+        kinds = []
+        while kinds.count("done") < 2:
+            event = recv_json(ws)
+            kinds.append(event["type"] + (f" {event['format']}" if event["type"] == "ready" else ""))
+    first_done = kinds.index("done")
+    assert kinds.index("ready mp3") == first_done + 1, kinds
+    assert "chunk" in kinds[:first_done] and "chunk" in kinds[first_done + 2 :], kinds
+
+
+def test_utterances_queued_on_one_connection_are_bounded(make_server: ServerMaker) -> None:
+    """Past ``max_contexts`` utterances queued or speaking, the next one's text is refused with
+    ``too_many_contexts`` (30 MB of text queued on one socket used to be kept); the queued ones are
+    spoken, and the connection lives."""
+    small = make_server(max_contexts=2)
+    with connect(small.ws) as ws:
+        send(ws, type="config", voice=PIPER, format="pcm")
+        assert recv_json(ws)["type"] == "ready"
+        for _ in range(3):
+            send(ws, type="text", text=LONG)
+            send(ws, type="close")
+        events = []
+        while sum(e["type"] == "done" for e in events) < 3:
+            events.append(recv_json(ws))
+    refused = [e for e in events if e["type"] == "error"]
+    assert [e["code"] for e in refused] == ["too_many_contexts"], refused
+    dones = [e for e in events if e["type"] == "done"]
+    assert [d["chunks"] > 0 for d in dones] == [True, True, False], dones  # the third close ends nothing

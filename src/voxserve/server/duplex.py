@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput, VoxError, error_body
+from voxserve.errors import EngineFailure, InputTooLarge, InvalidInput, TooManyContexts, VoxError, error_body
 from voxserve.policy import SpeechRequest
 from voxserve.server.ratelimit import TokenBuckets
 from voxserve.server.service import SpeechService
@@ -192,12 +192,23 @@ class DuplexStream:
             await asyncio.sleep(self._fragments.wait("text"))
             if self._refused is not None:
                 raise ignored_text(self._refused)
+            limit = self._service.settings.max_contexts
+            if self._current is None and sum(not turn.done for turn in self._all) >= limit:
+                raise TooManyContexts(  # text held for each would otherwise be kept without bound
+                    f"{limit} utterances are queued or speaking on this connection (the limit, "
+                    "VOXSERVE_MAX_CONTEXTS); wait for a done before sending the next one"
+                )
             (await self._turn()).push_text(message.text)
         elif isinstance(message, Flush):
             if self._current is not None:
                 self._current.flush()
         elif isinstance(message, Close):
-            (await self._turn()).close()
+            if self._current is None and self._request is None and self._refused is not None:
+                # nothing open, and no accepted config to open an utterance with: its done, and nothing more
+                # (configuring the defaults here would speak the next text in a voice never asked for)
+                self._enqueue(Turn(SpeechRequest(), 0, cancelled=True))
+            else:
+                (await self._turn()).close()
             self._current = None
         elif isinstance(message, Cancel):
             live = [turn for turn in self._all if not turn.done]
@@ -258,7 +269,9 @@ class DuplexStream:
             raise
         self._refused = None
         self._request = replace(validated, text="")
-        await self._events.put(Ready(self._session_id, self._service.output_rate(validated), validated.format))
+        # in line behind the utterances before it: their chunks carry no format or rate, so a client that
+        # switches its decoder at this ready must get it only after their last chunk
+        self._pending.put_nowait(Ready(self._session_id, self._service.output_rate(validated), validated.format))
 
     async def _turn(self) -> Turn:
         """The utterance text goes to; a new one, with the current config, when none is open."""
@@ -280,6 +293,9 @@ class DuplexStream:
             if item is _END:
                 await self._events.put(_END)
                 return
+            if isinstance(item, Ready):
+                await self._events.put(item)
+                continue
             assert isinstance(item, Turn)
             number = next(self._numbers)
             try:
