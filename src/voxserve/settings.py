@@ -210,7 +210,7 @@ class Settings(BaseSettings):
     max_contexts: int = Field(
         default=8,
         ge=1,
-        description="Contexts open at once on one protocol-2 connection; utterances queued or speaking on a protocol-1 one.",
+        description="Contexts open at once on a protocol-2 connection; utterances queued or speaking on protocol 1.",
     )
     context_idle_s: float = Field(
         default=30.0,
