@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import get_args
 
 from voxserve.audio import encoded_rate, supported_formats
 from voxserve.engines.voices import blend_lead, parse_blend
@@ -25,7 +26,10 @@ from voxserve.errors import InputTooLarge, InvalidInput, UnknownVoice, Unsupport
 from voxserve.limits import check_input_length, check_sample_rate, check_speed, check_voice_spec
 from voxserve.routing import AUTO_VOICE, Router
 from voxserve.settings import Settings
-from voxserve.text.languages import normalize_lang
+from voxserve.text.clean import check_numbers
+from voxserve.text.languages import Alphabet, normalize_lang
+from voxserve.text.lexicon import for_voice
+from voxserve.text.markup import check_markup
 from voxserve.text.scripts import language_name
 from voxserve.text.ssml import looks_like_ssml, ssml_to_text
 from voxserve.types import LexiconEntry, VoiceInfo
@@ -115,7 +119,7 @@ class VoiceBook:
             raise InvalidInput(f"only Kokoro voices can be blended; {spec!r} mixes in another engine's voice")
         first = members[0]
         canonical = "+".join(f"{member.id}:{weight:g}" for member, (_, weight) in zip(members, parts, strict=True))
-        return VoiceInfo(canonical, first.engine, first.lang, first.gender, first.sample_rate, "blend")
+        return VoiceInfo(canonical, first.engine, first.lang, first.gender, first.sample_rate, "blend", first.alphabet)
 
 
 def _read_ssml(request: SpeechRequest, max_chars: int) -> SpeechRequest:
@@ -170,12 +174,26 @@ class RequestPolicy:
         if needs_text and not request.text.strip():
             raise InvalidInput("input text is empty")
         check_input_length(len(request.text), self.settings.max_input_chars)
+        alphabet = _alphabet(info)
+        if alphabet is not None:
+            for_voice(request.lexicon, alphabet, strict=True)  # refused at the config, not at each utterance
+        if needs_text and not request.phonemes:
+            # the whole text is here: what the front end would refuse in a later sentence is refused now,
+            # before an HTTP answer has begun (else a 200 would be cut off mid-stream)
+            check_numbers(request.text)
+            if alphabet is not None:
+                check_markup(request.text, alphabet)
         return replace(request, voice=info.id, lang=lang, format=fmt)
 
     def output_rate(self, request: SpeechRequest) -> int:
         """The sample rate a resolved request's audio is sent at."""
         assert request.voice is not None
         return encoded_rate(request.format, request.sample_rate or self.voice(request.voice).sample_rate)
+
+
+def _alphabet(info: VoiceInfo) -> Alphabet | None:
+    """The phoneme alphabet of ``info``'s engine (None: one the text layer does not know)."""
+    return next((a for a in get_args(Alphabet) if a == info.alphabet), None)
 
 
 def body_limit_bytes(settings: Settings) -> int:

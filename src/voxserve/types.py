@@ -25,6 +25,7 @@ class VoiceInfo:
     gender: str  # "female" | "male"
     sample_rate: int
     name: str = ""
+    alphabet: str = ""  # the phoneme alphabet of its engine ("misaki", "espeak"): inline phonemes and lexicons
 
 
 @dataclass(frozen=True)

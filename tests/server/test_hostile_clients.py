@@ -185,6 +185,32 @@ def test_invalid_utf8_is_the_clients_error_not_the_servers(server: RunningServer
 LONG_NUMBER = "1" * 307
 
 
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        ("Fine, here it is. " + "1" * 101 + " is the number.", "too long to read"),
+        ("Fine, here it is. Say [this](/@@##/) my way.", "alphabet does not have"),
+        ('<speak>Fine. <say-as interpret-as="cardinal">' + "9" * 307 + "</say-as></speak>", "too long to read"),
+        ('<speak>Fine. <say-as interpret-as="ordinal">' + "9" * 5000 + "</say-as></speak>", "too long to read"),
+    ],
+    ids=["a-long-number-after-a-sentence", "bad-inline-phonemes-after-a-sentence", "ssml-cardinal", "ssml-ordinal"],
+)
+def test_whole_text_refused_anywhere_in_it_is_a_400_never_a_cut_off_200(
+    server: RunningServer, all_logs: Everything, text: str, refused: str
+) -> None:
+    """The whole text of a request is checked before its answer begins: what the front end refuses in a
+    later sentence used to come as a 200 whose body was cut off (no error event, no done, status 200 in
+    the metrics), and a long SSML number as a 500 that logged the caller's digits."""
+    for stream_format in ("audio", "sse"):
+        body = {"input": text, "voice": PIPER, "response_format": "pcm", "stream_format": stream_format}
+        reply = httpx.post(server.base + "/v1/audio/speech", json=body, timeout=30)
+        assert reply.status_code == 400 and refused in reply.json()["error"]["message"], reply.text[:300]
+    with grpc.insecure_channel(server.grpc) as channel, pytest.raises(grpc.RpcError) as info:
+        pb_grpc.VoxServeStub(channel).Synthesize(pb.SynthesizeRequest(text=text, voice=PIPER), timeout=30)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert not [r for r in all_logs.records if r.levelno >= logging.ERROR], all_logs.lines[-5:]
+
+
 def test_a_number_too_long_to_read_is_a_clean_400_on_every_transport(server: RunningServer) -> None:
     reply = httpx.post(server.base + "/v1/audio/speech", json={"input": LONG_NUMBER, "voice": PIPER}, timeout=30)
     assert reply.status_code == 400 and "too long to read" in reply.json()["error"]["message"]

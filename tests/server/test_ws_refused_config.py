@@ -22,6 +22,13 @@ REFUSED = [
     ({"voice": "nobody"}, "unknown_voice", "nobody"),
     ({"voice": PIPER, "speed": "fast"}, "invalid_request", 'speed must be a number, got "fast"'),
     ({"voice": PIPER, "lexicon": [{"word": "x"}]}, "invalid_request", "lexicon"),
+    # phonemes the voice's alphabet lacks (Kokoro's misaki for a Piper voice): refused at the config, where
+    # before every utterance failed after a ready
+    (
+        {"voice": PIPER, "lexicon": [{"word": "tomato", "phonemes": "təmˈAtO"}]},
+        "invalid_request",
+        "lexicon entry 'tomato'.*'espeak' alphabet does not have",
+    ),
     ({"voice": PIPER, "protocol": 3}, "invalid_request", r"protocol must be one of \(1, 2\), got 3"),
 ]
 

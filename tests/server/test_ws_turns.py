@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import Any
 
 import pytest
 from websockets.sync.client import connect
@@ -169,7 +170,7 @@ def test_a_new_config_is_ready_only_after_the_utterance_before_it(server: Runnin
         send(ws, type="config", voice=KOKORO, format="mp3")
         send(ws, type="text", text="Now in another voice.")
         send(ws, type="close")
-        kinds = []
+        kinds: list[str] = []
         while kinds.count("done") < 2:
             event = recv_json(ws)
             kinds.append(event["type"] + (f" {event['format']}" if event["type"] == "ready" else ""))
@@ -189,7 +190,7 @@ def test_utterances_queued_on_one_connection_are_bounded(make_server: ServerMake
         for _ in range(3):
             send(ws, type="text", text=LONG)
             send(ws, type="close")
-        events = []
+        events: list[dict[str, Any]] = []
         while sum(e["type"] == "done" for e in events) < 3:
             events.append(recv_json(ws))
     refused = [e for e in events if e["type"] == "error"]

@@ -80,7 +80,7 @@ class FakeEngine:
 
     def voices(self) -> list[VoiceInfo]:
         return [
-            VoiceInfo(voice, self.name, lang, "unknown", self.sample_rate, f"{voice} (fake)")
+            VoiceInfo(voice, self.name, lang, "unknown", self.sample_rate, f"{voice} (fake)", self.alphabet)
             for voice, lang in self._voices.items()
         ]
 

@@ -16,7 +16,7 @@ from voxserve.engines.base import Alphabet
 from voxserve.engines.kokoro_stream import Array, KokoroFront, KokoroStreamer
 from voxserve.engines.kokoro_vocab import KOKORO_PAD_ID, KOKORO_VOCAB
 from voxserve.engines.onnx import OnnxSession, RunControl
-from voxserve.engines.voices import kokoro_voice_info, parse_blend
+from voxserve.engines.voices import KOKORO_ALPHABET, kokoro_voice_info, parse_blend
 from voxserve.engines.windowing import WindowConfig, WindowCost, run_graph
 from voxserve.errors import InvalidInput, UnknownVoice
 from voxserve.limits import check_speed
@@ -92,7 +92,7 @@ class KokoroVoices:
 class KokoroEngine:
     name = "kokoro"
     sample_rate = SAMPLE_RATE
-    alphabet: Alphabet = "misaki"
+    alphabet: Alphabet = KOKORO_ALPHABET
     max_phonemes = MAX_TOKENS
 
     def __init__(

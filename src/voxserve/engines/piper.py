@@ -20,6 +20,7 @@ from voxserve.limits import check_speed
 from voxserve.types import EngineAudio, FloatAudio, VoiceInfo
 
 PAD, BOS, EOS = "_", "^", "$"
+PIPER_ALPHABET: Alphabet = "espeak"  # Piper's phonemes (its voices' VoiceInfo and the engine say it)
 SPEAKER_SEP = "@"  # en_US-libritts_r-medium@p225: one speaker of a multi-speaker voice
 
 
@@ -99,6 +100,7 @@ def piper_voice_infos(config: PiperConfig, lang: str) -> list[VoiceInfo]:
                 gender=_GENDERS.get(config.voice_id, "unknown"),
                 sample_rate=config.sample_rate,
                 name=f"{title} (Piper)" + (f", speaker {speaker}" if speaker else ""),
+                alphabet=PIPER_ALPHABET,
             )
         )
     return infos
@@ -106,7 +108,7 @@ def piper_voice_infos(config: PiperConfig, lang: str) -> list[VoiceInfo]:
 
 class PiperEngine:
     name = "piper"
-    alphabet: Alphabet = "espeak"
+    alphabet: Alphabet = PIPER_ALPHABET
     max_phonemes = 2000
 
     def __init__(

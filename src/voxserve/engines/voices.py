@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
+from voxserve.engines.base import Alphabet
 from voxserve.types import VoiceInfo
+
+KOKORO_ALPHABET: Alphabet = "misaki"  # Kokoro's phonemes (its voices' VoiceInfo and the engine say it)
 
 # Kokoro voice ids start with a language letter and a gender letter: "af_heart" = American English, female.
 KOKORO_LANG_BY_PREFIX: dict[str, str] = {
@@ -30,7 +33,7 @@ def kokoro_voice_info(voice_id: str, sample_rate: int) -> VoiceInfo | None:
     if lang is None or gender is None:
         return None
     pretty = voice_id[3:].replace("_", " ").title()
-    return VoiceInfo(id=voice_id, engine="kokoro", lang=lang, gender=gender, sample_rate=sample_rate, name=pretty)
+    return VoiceInfo(voice_id, "kokoro", lang, gender, sample_rate, pretty, alphabet=KOKORO_ALPHABET)
 
 
 def parse_blend(spec: str) -> list[tuple[str, float]]:
