@@ -298,6 +298,25 @@ async def test_word_timings_follow_the_audio(runtime: Runtime, transcribe: Trans
     assert statistics.median(diffs) < 0.15
 
 
+@pytest.mark.parametrize("voice", ["af_heart", PIPER])
+async def test_words_end_with_their_audio_without_final_punctuation_or_across_a_flush(
+    runtime: Runtime, voice: str
+) -> None:
+    """Word times come from the model's phoneme durations, which count the silence it adds after a
+    sentence; the joiner trims it. A last word without final punctuation ended 0.1-0.6 s after the audio,
+    and the word before a flush overlapped the next one."""
+    session = runtime.open_session(SynthesisParams(voice=voice, word_timings=True), pace=False)
+    session.push_text("Hello there")
+    session.flush()
+    session.push_text(" and welcome back")
+    session.close()
+    chunks = [chunk async for chunk in session]
+    words = [w for c in chunks for w in c.words]
+    assert [w.word for w in words] == ["Hello", "there", "and", "welcome", "back"]
+    assert all(a.start_s <= a.end_s <= b.start_s + 1e-6 for a, b in itertools.pairwise(words)), words
+    assert words[-1].end_s <= len(audio_of(chunks)) / session.sample_rate + 1e-3, words
+
+
 async def test_a_cut_inside_a_phrase_leaves_no_pause(runtime: Runtime) -> None:
     """A long first sentence without commas is cut between words for fast first audio; the model ends
     that piece as if the sentence ended (~0.3 s of silence), which must not reach the listener."""

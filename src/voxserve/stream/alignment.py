@@ -24,7 +24,8 @@ import bisect
 import difflib
 import itertools
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from voxserve.text.clean import is_word_break
 from voxserve.text.markup import MARKUP_RE
@@ -199,3 +200,43 @@ class SourceAligner:
             if text == word:
                 return WordTiming(word, start_s, end_s, *(span or (None, None)))
         return WordTiming(word, start_s, end_s)
+
+
+class WordQueue:
+    """A stream's word timings until the chunk they start in is sent, each in one chunk.
+
+    Word times come from the model's phoneme durations, which count the silence it makes after a
+    segment's last sound (long after a last word without final punctuation); the joiner trims that. So a
+    segment's last word waits for the segment's end (:meth:`end_segment`) and ends no later than its
+    audio: else it ended after the audio, after the whole stream's for the last word, and overlapped the
+    next segment's first word. It is then sent with a later chunk than the one it starts in."""
+
+    def __init__(self) -> None:
+        self._ready: list[WordTiming] = []
+        self._last: WordTiming | None = None  # the segment's last word, until its end is known
+
+    def add(self, words: Iterable[WordTiming]) -> None:
+        """A segment's words (or a further run's of the same segment)."""
+        timed = list(words)
+        if timed:
+            self._ready += [self._last, *timed[:-1]] if self._last is not None else timed[:-1]
+            self._last = timed[-1]
+
+    def end_segment(self, end_s: float) -> None:
+        """The segment's audio ends at ``end_s`` (stream seconds): no word of it ends later."""
+        ready = self._ready + ([self._last] if self._last is not None else [])
+        self._ready, self._last = within_audio(ready, end_s), None
+
+    def take(self, end_s: float, everything: bool = False) -> tuple[WordTiming, ...]:
+        """The words that start before ``end_s`` (all of them with ``everything``: the stream's last chunk)."""
+        if everything and self._last is not None:
+            self._ready.append(self._last)
+            self._last = None
+        taken = tuple(w for w in self._ready if everything or w.start_s < end_s)
+        self._ready = [w for w in self._ready if not (everything or w.start_s < end_s)]
+        return taken
+
+
+def within_audio(words: Sequence[WordTiming], end_s: float) -> list[WordTiming]:
+    """``words`` ending no later than ``end_s``: shortened where they end after it."""
+    return [w if w.end_s <= end_s else replace(w, start_s=min(w.start_s, end_s), end_s=end_s) for w in words]

@@ -24,7 +24,7 @@ from voxserve.engines.onnx import RunControl, current_thread_budget
 from voxserve.engines.preemption import work_timer
 from voxserve.errors import Cancelled, InvalidInput
 from voxserve.limits import check_input_length
-from voxserve.stream.alignment import SourceAligner
+from voxserve.stream.alignment import SourceAligner, WordQueue
 from voxserve.stream.jobs import ActiveStream
 from voxserve.stream.pauses import TrailingQuiet, pause_after_ms
 from voxserve.stream.playback import PlaybackClock
@@ -34,7 +34,7 @@ from voxserve.stream.timing import word_spans
 from voxserve.stream.window_budget import WindowPlanner
 from voxserve.text.frontend import Frontend
 from voxserve.text.segment import IncrementalSegmenter, TextSegment
-from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, SynthesisParams, WordTiming
+from voxserve.types import AudioChunk, EngineAudio, FloatAudio, PhonemeSegment, SynthesisParams
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class SynthesisSession:
         self._windows = WindowPlanner(engine, pool, config, self._clock)
         self._stream: ActiveStream | None = None  # this stream in the pool, while it produces audio
         self._compute_s = 0.0
-        self._words: list[WordTiming] = []
+        self._words = WordQueue()
         self._source = SourceAligner(lambda token: frontend.reading(token, self.lang, self.params.lexicon))
         self._idle_handle: asyncio.TimerHandle | None = None
         self.join_positions: list[int] = []  # stream samples where one segment's audio meets the next
@@ -345,10 +345,12 @@ class SynthesisSession:
                     lead = piece.lead_in or 0
                     rate = self.sample_rate
                     origin = joined.span.out_start - joined.span.in_start + lead  # stream position of phoneme 0
-                    self._words.extend(
+                    self._words.add(
                         self._source.timing(word, round((origin + a) / rate, 3), round((origin + b) / rate, 3))  # to ms
                         for word, a, b in word_spans(segment, piece.phoneme_durations)
                     )
+                if done:  # the segment's audio ends here: so do its words
+                    self._words.end_segment((self._samples_out + len(audio)) / self.sample_rate)
                 await self._emit(audio, final)
                 if done:
                     break  # asking the engine again would take a worker job only to learn that it is done
@@ -375,9 +377,7 @@ class SynthesisSession:
             last = final and n == len(parts) - 1
             self._final_out |= last
             end_s = (self._samples_out + len(part)) / self.sample_rate
-            words = tuple(w for w in self._words if last or w.start_s < end_s)
-            if words:
-                self._words = [w for w in self._words if w not in words]
+            words = self._words.take(end_s, everything=last)
             if len(part) == 0 and not last:
                 continue
             if len(part):
