@@ -48,6 +48,7 @@ _ROUTES = frozenset(
 )
 
 _WS_ROUTES = frozenset({"/v1/tts/stream"})
+_PROBES = frozenset({"/healthz", "/readyz"})  # never refused for the client's other connections
 
 
 def _error_response(exc: BaseException) -> JSONResponse:
@@ -278,6 +279,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
         ClientConnections,
         limit=settings.max_connections_per_client,
         refused=lambda path, code: vox.metrics.count("ws", path if path in _WS_ROUTES else "other", code),
+        exempt=_PROBES,
     )
     app.add_middleware(AccessLog, metrics=vox.metrics)
     return app

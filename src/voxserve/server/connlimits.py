@@ -107,15 +107,25 @@ class OpenPerClient:
 class ClientConnections:
     """Pure ASGI middleware: at most ``limit`` HTTP requests and WebSockets open per client address.
     ``refused(path, code)`` is told of each WebSocket it closes: the WebSocket route, which counts the
-    others, never sees them (the access log counts HTTP refusals)."""
+    others, never sees them (the access log counts HTTP refusals). Requests for ``exempt`` paths (the
+    health probes: instant, and a probe must read the server's state, not its client's connections)
+    are neither counted nor refused."""
 
-    def __init__(self, app: ASGIApp, limit: int, refused: Callable[[str, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int,
+        refused: Callable[[str, int], None] | None = None,
+        exempt: frozenset[str] = frozenset(),
+    ) -> None:
         self.app = app
         self._open = OpenPerClient(limit)
         self._refused = refused
+        self._exempt = exempt
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or not self._open.limit:
+        free = scope["type"] == "http" and scope.get("path") in self._exempt
+        if scope["type"] not in ("http", "websocket") or not self._open.limit or free:
             await self.app(scope, receive, send)
             return
         client = scope.get("client")
