@@ -10,7 +10,7 @@ import pytest
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 
 from .audio_util import pcm_rms
-from .support import PIPER, RunningServer
+from .support import PIPER, RunningServer, ServerMaker
 from .test_grpc import requests, stub
 from .test_ws_contexts import LONG
 
@@ -65,3 +65,21 @@ def test_text_after_a_config_with_a_malformed_lexicon_entry_is_refused(server: R
     assert kinds[0][0] == "error" and "lexicon" in kinds[0][1], kinds
     assert kinds[1][0] == "error" and "text ignored" in kinds[1][1], kinds
     assert not any(kind == "chunk" for kind, _ in kinds), kinds
+
+
+def test_a_context_refused_as_overloaded_says_when_to_retry(make_server: ServerMaker) -> None:
+    """As on the WebSocket, the overloaded context's StreamError carries retry_after_s (it had no field)."""
+    full = make_server(max_streams=1, max_queue=0)
+    outbox: queue.Queue[pb.StreamRequest | None] = queue.Queue()
+    responses = stub(full).StreamingSynthesize(requests(outbox), timeout=60)
+    outbox.put(pb.StreamRequest(config=pb.StreamConfig(voice=PIPER, format="pcm", protocol=2)))
+    assert next(responses).WhichOneof("kind") == "ready"
+    outbox.put(pb.StreamRequest(text=pb.TextFragment(text=LONG), context_id="a"))
+    outbox.put(pb.StreamRequest(flush=pb.Flush(), context_id="a"))
+    assert next(responses).context_id == "a"  # a speaks: the one stream slot is taken
+    outbox.put(pb.StreamRequest(text=pb.TextFragment(text="And me."), context_id="b"))
+    outbox.put(pb.StreamRequest(cancel=pb.Cancel(), context_id="a"))
+    outbox.put(None)
+    errors = [r for r in responses if r.WhichOneof("kind") == "error"]
+    assert [(e.context_id, e.error.code) for e in errors] == [("b", "overloaded")]
+    assert errors[0].error.HasField("retry_after_s") and errors[0].error.retry_after_s > 0

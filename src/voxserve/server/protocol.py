@@ -342,7 +342,8 @@ def _grpc_event_body(event: dx.ServerEvent) -> pb.StreamResponse:
             ready=pb.Ready(session_id=event.session_id, sample_rate=event.sample_rate, format=event.format)
         )
     if isinstance(event, dx.Error):
-        return pb.StreamResponse(error=pb.StreamError(code=event.code, message=event.message))
+        error = pb.StreamError(code=event.code, message=event.message, retry_after_s=event.retry_after_s)
+        return pb.StreamResponse(error=error)
     return pb.StreamResponse(pong=pb.Pong())
 
 
