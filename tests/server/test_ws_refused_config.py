@@ -108,7 +108,7 @@ def test_a_close_after_a_refused_first_config_takes_no_defaults(server: RunningS
         assert recv_json(ws)["code"] == "unknown_voice"
         send(ws, type="close")
         done = recv_json(ws)
-        assert done["type"] == "done" and done["chunks"] == 0, done
+        assert done["type"] == "done" and done["chunks"] == 0 and not done["cancelled"], done
         send(ws, type="text", text="Never spoken in the default voice.")
         ignored = recv_json(ws)
         assert ignored["type"] == "error" and "text ignored" in ignored["message"], ignored

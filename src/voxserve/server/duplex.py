@@ -206,7 +206,9 @@ class DuplexStream:
             if self._current is None and self._request is None and self._refused is not None:
                 # nothing open, and no accepted config to open an utterance with: its done, and nothing more
                 # (configuring the defaults here would speak the next text in a voice never asked for)
-                self._enqueue(Turn(SpeechRequest(), 0, cancelled=True))
+                empty = Turn(SpeechRequest(), 0)
+                empty.close()
+                self._enqueue(empty)
             else:
                 (await self._turn()).close()
             self._current = None
