@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from voxserve.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from voxserve.benchmark.plots import Level
     from voxserve.benchmark.transports import Clients
 
 
@@ -313,12 +314,9 @@ def _capacity_json(result: object) -> dict[str, object] | None:
     return None if result is None else asdict(result)  # type: ignore[call-overload]
 
 
-def _level_json(level: object, server: dict[str, object] | None = None) -> dict[str, object]:
-    """One measured level (a ``plots.Level``) as results.json holds it: its summary, the server's counters
-    over it (none for the saturation run), and every request."""
-    from voxserve.benchmark.plots import Level
-
-    assert isinstance(level, Level)
+def _level_json(level: Level, server: dict[str, object] | None = None) -> dict[str, object]:
+    """One measured level as results.json holds it: its summary, the server's counters over it (none for
+    the saturation run), and every request."""
     body: dict[str, object] = {"summary": level.summary.to_json()}
     if server is not None:
         body["server"] = server
