@@ -16,6 +16,7 @@ import jwt
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
+from websockets.typing import Origin
 
 from voxserve.server.grpc_gen import voxserve_pb2 as pb
 from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
@@ -240,3 +241,21 @@ def test_a_number_too_long_to_read_is_a_clean_400_on_every_transport(server: Run
         outbox.put(None)
         kinds = [response.WhichOneof("kind") for response in responses]
         assert kinds[0] == "ready" and "chunk" in kinds and kinds[-2:] == ["error", "done"]
+
+
+def test_a_websocket_from_another_sites_page_is_refused(make_server: ServerMaker) -> None:
+    """A browser page of another site cannot speak through the server (a WebSocket has no CORS preflight):
+    its Origin is refused with 4003 unless VOXSERVE_CORS_ORIGINS lists it. Pages of the server's own host,
+    at any port, and clients that send no Origin are served."""
+    server = make_server(cors_origins=["https://app.example"])
+    with connect(server.ws, origin=Origin("https://evil.example")) as ws:
+        refused = recv_json(ws)
+        assert refused["type"] == "error" and refused["code"] == "forbidden", refused
+        assert "VOXSERVE_CORS_ORIGINS" in refused["message"]
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4003
+    for origin in ("https://app.example", "http://127.0.0.1:9", None):
+        with connect(server.ws, origin=Origin(origin) if origin else None) as ws:
+            send(ws, type="config", voice=PIPER, format="pcm")
+            assert recv_json(ws)["type"] == "ready", origin

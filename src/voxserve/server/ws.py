@@ -12,12 +12,21 @@ import contextlib
 import json
 import logging
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from voxserve.errors import IdleTimeout, InputTooLarge, InvalidInput, Unauthorized, VoxError, ws_close_code
+from voxserve.errors import (
+    Forbidden,
+    IdleTimeout,
+    InputTooLarge,
+    InvalidInput,
+    Unauthorized,
+    VoxError,
+    ws_close_code,
+)
 from voxserve.server import duplex as dx
 from voxserve.server.auth import bearer_token
 from voxserve.server.contexts import ContextStream, open_stream
@@ -79,9 +88,24 @@ async def _close_with(websocket: WebSocket, exc: Exception) -> None:
             await websocket.close(code=ws_close_code(exc), reason=error.message[:120])
 
 
+def _check_origin(websocket: WebSocket, allowed: list[str]) -> None:
+    """Refuse a WebSocket a browser opened from another site's page (cross-site WebSocket hijacking: a
+    WebSocket has no CORS preflight, so any page could speak through a server the visitor can reach).
+    Allowed: no ``Origin`` (clients other than browsers send none), a page of this host (any port: a proxy
+    passes the host without it), and the origins ``VOXSERVE_CORS_ORIGINS`` lists, as for HTTP."""
+    origin = websocket.headers.get("origin")
+    if origin is None or "*" in allowed or origin in allowed:
+        return
+    host = websocket.headers.get("host", "")
+    if urlsplit(origin).hostname == urlsplit(f"//{host}").hostname:
+        return
+    raise Forbidden(f"a WebSocket from a page of {origin} is refused: add that origin to VOXSERVE_CORS_ORIGINS")
+
+
 async def _serve(websocket: WebSocket, state: ServerState, opened: _Open) -> None:
     service = state.service
     settings = state.settings
+    _check_origin(websocket, settings.cors_origins)
     client = websocket.client.host if websocket.client else ""
     query = websocket.query_params
     token = bearer_token(websocket.headers.get("authorization")) or query.get("api_key") or query.get("token")
