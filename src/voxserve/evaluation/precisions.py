@@ -83,27 +83,30 @@ def _row(
     return PrecisionRow(precision, providers, len(whole), wp, wp_min, ws, ws_min, sp, sp_min, ss, ss_min)
 
 
-def _statistics(
-    settings: Settings, reference: KokoroWindows, voice: str
-) -> tuple[VoiceStatsBook | None, StatsRegression | None]:
+def _statistics(settings: Settings, reference: KokoroWindows, voice: str) -> tuple[VoiceStatsBook, StatsRegression]:
     """The learned decoder statistics every variant streams from: the int8 model's, or, where a server
     here runs another variant (``auto`` picks int8-gemm on CPUs where its matrix products pay), that
     variant's, since a server learns them only for the precision it runs. Without any, streamed scores
     say nothing of the arithmetic (a stream's first windows start blind), so they are asked for."""
-    book, model = reference.streamer.voice_stats, reference.streamer.stats_model
-    if book is not None and book.prior(voice) is not None and model is not None and model.knows(voice):
-        return book.snapshot(), model
-    if settings.precision == "int8":
-        raise ModelError("no learned decoder statistics for int8: start the server once (make serve) to learn them")
-    runtime = _runtime(settings, settings.precision)
-    try:
-        streamer = KokoroWindows(runtime).streamer
-        book, model = streamer.voice_stats, streamer.stats_model
-        if book is None or book.prior(voice) is None or model is None or not model.knows(voice):
-            raise ModelError("no learned decoder statistics: start the server once (make serve) to learn them")
-        return book.snapshot(), model
-    finally:
-        runtime.close()
+    learned = _learned(reference, voice)
+    if learned is None and settings.precision != "int8":
+        runtime = _runtime(settings, settings.precision)
+        try:
+            learned = _learned(KokoroWindows(runtime), voice)
+        finally:
+            runtime.close()
+    if learned is None:
+        raise ModelError("no learned decoder statistics: start the server once (make serve) to learn them")
+    return learned
+
+
+def _learned(windows: KokoroWindows, voice: str) -> tuple[VoiceStatsBook, StatsRegression] | None:
+    """A copy of the decoder statistics ``windows``' engine learned, with its regression; None unless it
+    knows ``voice``."""
+    book, model = windows.streamer.voice_stats, windows.streamer.stats_model
+    if book is None or book.prior(voice) is None or model is None or not model.knows(voice):
+        return None
+    return book.snapshot(), model
 
 
 def compare(
@@ -134,7 +137,7 @@ def compare(
                 continue
             try:
                 windows = KokoroWindows(runtime)
-                windows.streamer.voice_stats = learned.snapshot() if learned is not None else None
+                windows.streamer.voice_stats = learned.snapshot()
                 windows.streamer.stats_model = model
                 providers = ",".join(p.removesuffix("ExecutionProvider") for p in resolve_providers(settings.providers))
                 whole, streamed = [], []

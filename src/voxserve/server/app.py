@@ -34,6 +34,7 @@ from voxserve.server.ws import ws_router
 from voxserve.settings import Settings
 
 access_log = logging.getLogger("voxserve.access")
+_PROBES = frozenset({"/healthz", "/readyz"})  # never refused for the client's other connections
 _ROUTES = frozenset(
     {
         "/v1/audio/speech",
@@ -41,14 +42,12 @@ _ROUTES = frozenset(
         "/v1/audio/voices",
         "/v1/models",
         "/v1/models/{model_id}",
-        "/healthz",
-        "/readyz",
         "/metrics",
+        *_PROBES,
     }
 )
 
 _WS_ROUTES = frozenset({"/v1/tts/stream"})
-_PROBES = frozenset({"/healthz", "/readyz"})  # never refused for the client's other connections
 
 
 def _error_response(exc: BaseException) -> JSONResponse:
