@@ -69,6 +69,17 @@ def test_the_languages_of_its_voices_are_ready_at_start(runtime: Runtime) -> Non
     assert Runtime(Settings(_env_file=None, warm_languages="zh, ja"))._warm_languages() == ["zh", "ja"]
 
 
+def test_a_loaded_runtime_leaves_the_numerical_libraries_one_thread_each(runtime: Runtime) -> None:
+    """The worker pool counts every core its model calls hold. A BLAS call on a worker (the decoder
+    statistics' prediction, the text front's tagger) must not wake a thread per core of OpenBLAS's own,
+    which the pool does not count: on a two-core box it took a core from a window planned on both."""
+    from threadpoolctl import threadpool_info
+
+    pools = [(info["internal_api"], info["num_threads"]) for info in threadpool_info()]
+    assert ("openblas", 1) in pools  # numpy's own BLAS is loaded by then
+    assert all(threads == 1 for _, threads in pools), pools
+
+
 def test_a_windowed_runtime_loads_the_whole_models_only_when_something_needs_them(runtime: Runtime) -> None:
     from voxserve.engines.onnx import LazySession
 

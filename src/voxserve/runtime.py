@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from voxserve.engines.base import Engine
 from voxserve.engines.batching import BatchPolicy
-from voxserve.engines.cpus import usable_cores
+from voxserve.engines.cpus import one_thread_per_library_call, usable_cores
 from voxserve.engines.heap import HeapTrimmer, cap_heaps
 from voxserve.engines.kokoro import KokoroEngine
 from voxserve.engines.onnx import SessionFactory, thread_budget
@@ -88,6 +88,7 @@ class Runtime:
             if self.ready:
                 return
             cores = usable_cores()
+            one_thread_per_library_call()  # the pool counts the cores its jobs hold: no library adds threads
             factory = SessionFactory(
                 self.settings.providers,
                 self.settings.resolved_intra_op_threads(cores),

@@ -54,9 +54,10 @@ class ScriptedSession:
 
     sample_rate = 16_000
 
-    def __init__(self, script: list[tuple[float, float]]) -> None:
+    def __init__(self, script: list[tuple[float, float]], refusal: Exception | None = None) -> None:
         self.stats = _Stats()
         self._script = script
+        self.refusal = refusal  # raised before any audio, as the worker pool refuses a first audio
         self._closed = asyncio.Event()
 
     def push_text(self, text: str) -> None:
@@ -73,6 +74,8 @@ class ScriptedSession:
 
     async def __aiter__(self) -> AsyncIterator[AudioChunk]:
         await self._closed.wait()
+        if self.refusal is not None:
+            raise self.refusal
         offset = 0
         for n, (wait_s, audio_s) in enumerate(self._script):
             await asyncio.sleep(wait_s)
@@ -83,12 +86,16 @@ class ScriptedSession:
 
 
 class ScriptedRuntime(BlockedLoadRuntime):
-    """Loads at once; every session follows ``script``."""
+    """Loads at once; every session follows ``script``, but those ``refuse`` names by their order of
+    opening (from 0), which raise it before any audio."""
 
-    def __init__(self, script: list[tuple[float, float]]) -> None:
+    def __init__(self, script: list[tuple[float, float]], refuse: dict[int, Exception] | None = None) -> None:
         super().__init__()
         self.release.set()
         self.script = script
+        self.refuse = refuse or {}
+        self.opened = 0
 
     def open_session(self, params: SynthesisParams, *, pace: bool = True) -> SessionLike:
-        return ScriptedSession(self.script)
+        self.opened += 1
+        return ScriptedSession(self.script, self.refuse.get(self.opened - 1))

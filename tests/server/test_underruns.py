@@ -155,3 +155,32 @@ def test_a_listener_waiting_for_the_clients_text_is_no_stall(make_server: Server
         'voxserve_stalled_streams_total{engine="piper",transport="ws"} 1.0'
         not in httpx.get(running.base + "/metrics").text
     )
+
+
+def test_a_first_audio_the_pool_refuses_is_a_503_at_capacity_and_lowers_the_admission_limit() -> None:
+    """The worker pool refuses a new stream whose first audio would take a core a thin playing stream
+    needs (``stream/sharing.py``: ``_overstayed``). Its listener gets what admission's own refusal
+    gives (503, at capacity, Retry-After), the playing stream plays on, and admission learns that it let
+    in one stream too many, as from a stall: the next such stream is refused at once."""
+    from voxserve.errors import Overloaded
+    from voxserve.stream.pool import REFUSED
+
+    long_play = [(0.0, 0.5)] + [(0.1, 0.1)] * 15  # about two seconds of a stream that keeps ahead
+    runtime = ScriptedRuntime(long_play, refuse={1: Overloaded(REFUSED, retry_after_s=1.0)})
+    running = RunningServer(server_settings(default_voice="fake", engines=["piper"]), runtime)
+    try:
+        body = {"input": "hello", "voice": "fake", "response_format": "pcm", "stream_format": "sse"}
+        limit = running.state.admission.limit
+        with (
+            httpx.Client(timeout=10) as client,
+            client.stream("POST", running.base + "/v1/audio/speech", json=body) as playing,
+        ):
+            assert playing.status_code == 200
+            refused = client.post(running.base + "/v1/audio/speech", json=body)
+            assert refused.status_code == 503 and refused.headers["retry-after"]
+            assert "at capacity" in refused.json()["error"]["message"]
+            assert running.state.admission.limit < limit
+            ended = [line for line in playing.iter_lines() if "speech.audio.done" in line]
+        assert json.loads(ended[0][6:])["stall_s"] == 0.0  # the playing stream was not touched
+    finally:
+        running.stop()

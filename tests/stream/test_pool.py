@@ -483,7 +483,8 @@ async def test_a_new_stream_waits_for_a_thin_playing_stream_at_most_three_times_
     needs the core it would lose to a new stream's first audio; the new stream waits until it is thick
     enough, or at most three times its own expected work after arriving: in a burst every stream that
     just got its first window is thin at once, and a newcomer let go after its own work took the core
-    their second windows needed."""
+    their second windows needed. A stream resuming after a wait for its client's text (not ``new``)
+    goes then; a new one is refused (the next test)."""
     pool = WorkerPool(2, cores=1, levels=(1,))
     order: list[str] = []
     spare = [-0.1]
@@ -505,6 +506,35 @@ async def test_a_new_stream_waits_for_a_thin_playing_stream_at_most_three_times_
             await asyncio.wait_for(pool.run(job, cost=0.1, playing=False, stream=new), 1.0)
             waited = time.monotonic() - arrived
             assert 0.28 <= waited < 0.6  # thin all along: it went after three times its own work
+    finally:
+        pool.close()
+
+
+async def test_a_new_stream_still_held_for_a_thin_one_after_its_wait_is_refused_and_the_pool_serves_on() -> None:
+    """Seen in CI: a third Kokoro listener on two cores, held for thin streams, went after its wait and
+    the first listener ran dry. A stream's first audio ever (``new``) that would still take a thin
+    stream's core after three times its own work is refused as at capacity (with a Retry-After), never
+    started; the thin stream keeps the core, and a newcomer arriving once it has gained is served."""
+    from voxserve.errors import Overloaded
+
+    pool = WorkerPool(2, cores=1, levels=(1,))
+    order: list[str] = []
+    spare = [-0.1]
+    try:
+        with pool.streaming(lambda: time.monotonic() + 1, lambda: spare[0]) as thin:
+            with pool.streaming() as refused:
+                arrived = time.monotonic()
+                job = functools.partial(order.append, "refused")
+                with pytest.raises(Overloaded, match="at capacity") as caught:
+                    await asyncio.wait_for(pool.run(job, cost=0.1, playing=False, stream=refused, new=True), 1.0)
+                assert 0.28 <= time.monotonic() - arrived < 0.6  # after its whole wait, not before
+                assert caught.value.retry_after_s and order == []  # never started
+            await pool.run(functools.partial(order.append, "thin"), deadline=time.monotonic() + 1, stream=thin)
+            spare[0] = 0.5  # it gained
+            with pool.streaming() as later:
+                job = functools.partial(order.append, "served")
+                await asyncio.wait_for(pool.run(job, cost=0.1, playing=False, stream=later, new=True), 0.2)
+            assert order == ["thin", "served"]
     finally:
         pool.close()
 

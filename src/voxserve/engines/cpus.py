@@ -13,6 +13,8 @@ import math
 import os
 from pathlib import Path
 
+from threadpoolctl import threadpool_limits
+
 CGROUP = Path("/sys/fs/cgroup")
 
 
@@ -41,3 +43,15 @@ def cgroup_quota(cgroup: Path = CGROUP) -> float | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+def one_thread_per_library_call() -> None:
+    """Keep the numerical libraries' own thread pools (OpenBLAS, OpenMP) in this process to one thread.
+
+    The worker pool shares the cores among the model calls and counts every thread it gives them
+    (:mod:`voxserve.stream.sharing`). A BLAS call made on a worker (the decoder statistics' prediction
+    for each window, the text front's tagger) would otherwise wake a thread per core of the library's
+    own, which the pool does not count: a window planned on every core then shares them with it, and
+    runs late (docs/benchmarks.md, "OpenBLAS's own threads took a core from the windows (stop 64)").
+    The calls are small; on one thread they cost about the same."""
+    threadpool_limits(limits=1)

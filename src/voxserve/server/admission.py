@@ -138,8 +138,10 @@ class Admission:
         """The booked shares admitted at most now (learned from stalls, at most ``max_load``)."""
         return self._limit
 
-    def observe(self, share: float | None, stalled: bool) -> None:
-        """A stream of ``share`` stalled, or ended clean: move the limit (see above)."""
+    def observe(self, share: float | None, stalled: bool, why: str = "a listener ran dry") -> None:
+        """A stream of ``share`` stalled, or ended clean: move the limit (see above). A stream the worker
+        pool refused before its first audio (``why`` says so in the log) teaches as a stall: the
+        streams playing needed the cores admission booked it on."""
         booked = self.share(share)
         if stalled and self.active <= 1:
             return  # it ran dry with the cores to itself: no admission could have spared it
@@ -149,7 +151,8 @@ class Admission:
             self._debt = min(self._debt + last - max(0.0, self._limit - lowered), lowered)
             if lowered < self._limit:  # a burst's later stalls are owed, not logged again
                 log.warning(
-                    "a listener ran dry beside %d other streams: admission limit %.3f -> %.3f of the cores",
+                    "%s beside %d other streams: admission limit %.3f -> %.3f of the cores",
+                    why,
                     self.active - 1,
                     self._limit,
                     lowered,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from voxserve.audio import Encoder, StreamingResampler, make_encoder
-from voxserve.errors import EngineFailure, VoxError
+from voxserve.errors import EngineFailure, Overloaded, VoxError
 from voxserve.policy import SpeechRequest
 from voxserve.server import audit
 from voxserve.server.runtime_api import SessionLike
@@ -157,6 +157,9 @@ class Utterance:
                 if not isinstance(exc, VoxError):  # a fault of this utterance: it alone fails
                     log.error("synthesis failed (voice %s)", self.voice.id, exc_info=exc)
                     raise EngineFailure("synthesis failed; the server logged why") from exc
+                if type(exc) is Overloaded:  # the pool refused its first audio: admission let in one too many
+                    status = "refused"
+                    self._teach_admission(stalled=True, why="the pool refused a new stream")
                 raise
             # the client cancelled: whatever the session raised while stopping is of no use to it
             log.warning("session raised %r after cancel; ignored", exc)
@@ -186,9 +189,9 @@ class Utterance:
             self._audio_s, self._chunks, ttfa, rtf, self.cancelled, playback.stall_s, len(playback.stalls)
         )
 
-    def _teach_admission(self, stalled: bool) -> None:
+    def _teach_admission(self, stalled: bool, why: str = "a listener ran dry") -> None:
         """Tell admission this stream's listener ran dry (at its first stall) or played clean (at its end)."""
-        self._service.state.admission.observe(self._service.share(self.request), stalled)
+        self._service.state.admission.observe(self._service.share(self.request), stalled, why)
 
     def _record(self, status: str) -> None:
         stats = self._session.stats

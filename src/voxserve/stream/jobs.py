@@ -9,7 +9,7 @@ import heapq
 import math
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -32,6 +32,7 @@ class Job:
     stream: ActiveStream | None = field(default=None, compare=False)  # whose audio it makes
     first: bool = field(default=False, compare=False)  # a new stream's first audio
     threads: int | None = field(default=None, compare=False)  # what ``cost`` is planned at (None: not known)
+    new: bool = field(default=False, compare=False)  # a stream's first audio ever (not one after a wait for text)
 
     def late(self, now: float) -> bool:
         """Whether the job's latest start has passed."""
@@ -190,6 +191,22 @@ def cost_at(cost: float, planned: float | None, own: float | None) -> float:
     (at the thread count it was planned at), where that work is ``own`` (at another count): as much longer
     or shorter; as planned when either is not known."""
     return cost * own / planned if planned and own else cost
+
+
+def weighed(need: float | None, needs: Iterable[float | None]) -> float:
+    """How many streams as heavy as one that keeps ``need`` cores busy streams that need ``needs``
+    add up to: each counts its own need over ``need``, at most 1, or 1 when either is not known.
+
+    Equal shares of the cores fit streams that need about the same. A Piper stream needs a tenth
+    of what a Kokoro one does; counted whole, it would put the Kokoro stream on half the cores for
+    as long as both play, where its windows cannot keep ahead with the planner's margin while the
+    Piper stream's core idles between its short jobs. Counted by its need it leaves the Kokoro
+    stream its width, and its own short jobs get a core between the Kokoro windows, which
+    :meth:`~voxserve.stream.sharing.CoreSharing.hold_limit` bounds by its deadlines. The lighter
+    stream counts the heavier one whole: it gets no wider for being light."""
+    if need is None or need <= 0:
+        return float(sum(1 for _ in needs))
+    return sum(1.0 if own is None else min(1.0, own / need) for own in needs)
 
 
 def nearest_level(levels: list[int], free: int, share: int) -> int:

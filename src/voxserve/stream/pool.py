@@ -37,12 +37,15 @@ from typing import Any, TypeVar
 
 from voxserve.engines.onnx import set_thread_budget, thread_budget
 from voxserve.engines.preemption import preemptible
+from voxserve.errors import Overloaded
 from voxserve.stream.jobs import ActiveStream, Hold, Job, cancel, deliver, set_exception, set_result
 from voxserve.stream.margin import MarginMeter
 from voxserve.stream.sharing import CoreSharing
 from voxserve.types import SchedulerStats
 
 T = TypeVar("T")
+
+REFUSED = "server at capacity: the streams playing need every core; retry shortly or use another replica"
 log = logging.getLogger(__name__)
 
 
@@ -130,7 +133,8 @@ class WorkerPool(CoreSharing):
         it must be quick): a stream past it counts among the overdue ones that share the cores even
         between its jobs, while its last audio is delivered and its next job not yet submitted.
         ``spare`` tells how much audio it has coming beyond what keeps it gaining (see :meth:`_waits`),
-        ``need`` its seconds of work per second of audio at a thread count (see :meth:`_count`)."""
+        ``need`` its seconds of work per second of audio at a thread count (see
+        :func:`~voxserve.stream.jobs.weighed`)."""
         entry = ActiveStream(deadline, spare, need)
         with self._cond:
             self._streams.append(entry)
@@ -163,6 +167,7 @@ class WorkerPool(CoreSharing):
         playing: bool = True,
         stream: ActiveStream | None = None,
         threads: int | None = None,
+        new: bool = False,
     ) -> T:
         """Run ``fn()`` on a worker when its turn comes: least time to spare first.
 
@@ -173,13 +178,16 @@ class WorkerPool(CoreSharing):
         would start late may stop running jobs that can afford it (see the module docstring).
         ``stream`` names the stream the job makes audio for (see :meth:`hold_limit`), and ``threads`` the
         thread count ``cost`` was planned at (None: not known; then it runs on its share of the cores,
-        never on fewer threads to leave a core free: see :meth:`_enough`)."""
+        never on fewer threads to leave a core free: see :meth:`_enough`). A ``new`` stream's first audio
+        (its first ever) may be refused with :class:`~voxserve.errors.Overloaded` (:meth:`_overstayed`)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         due = deadline if deadline is not None else time.monotonic()
         cost = max(cost, 0.0)
         start_by = due - cost if playing else due
-        job = Job(start_by, next(self._seq), fn, loop, future, due, cost, stream, not playing, threads)
+        job = Job(
+            start_by, next(self._seq), fn, loop, future, due, cost, stream, not playing, threads, new and not playing
+        )
         with self._cond, self._reads:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
@@ -259,6 +267,18 @@ class WorkerPool(CoreSharing):
             self._running.append(hold)
         set_thread_budget(hold.threads)
 
+    def _refuse(self) -> None:
+        """Refuse the new streams whose first audio waited for thin streams as long as it may and still
+        cannot start without taking a core they need (:meth:`_overstayed`) (lock held)."""
+        if self.cores is None or not self._heap:
+            return
+        with self._reads:
+            refused = self._overstayed(time.monotonic())
+        for job in refused:
+            self._heap.remove(job)
+            deliver(job, set_exception, Overloaded(REFUSED, retry_after_s=1.0))
+        heapq.heapify(self._heap)
+
     def close(self, wait: bool = True) -> None:
         with self._cond:
             self._closed = True
@@ -275,6 +295,7 @@ class WorkerPool(CoreSharing):
             with self._cond:
                 job: Job | None = None
                 while not self._closed:
+                    self._refuse()
                     job, wake = self._ready()
                     if job is not None:
                         break

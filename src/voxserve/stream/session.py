@@ -260,10 +260,11 @@ class SynthesisSession:
             return result, spent(), time.monotonic(), current_thread_budget()
 
         playing, planned = self._clock.playing, self._windows.budget()[1]  # the pool may run it on fewer
+        new = self._clock.first_at is None  # its first audio ever: the pool may refuse it
         if not playing:
             self._pool.margin.expect(cost)
         result, spent, done, threads = await self._pool.run(
-            run, deadline=self._deadline(), cost=cost, playing=playing, stream=self._stream, threads=planned
+            run, deadline=self._deadline(), cost=cost, playing=playing, stream=self._stream, threads=planned, new=new
         )
         self._threads = threads if isinstance(result, EngineAudio) else self._threads
         cost, landed = self._windows.cost_at(cost, planned, threads), time.monotonic() - done

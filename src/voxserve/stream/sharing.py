@@ -6,7 +6,7 @@ in ``levels`` that fits both the cores free now and its stream's fair share of t
 streams producing audio, and waits while no core is free. One stream alone decodes on every core; two
 on two cores decode side by side, one core each. But a job done in time on fewer threads runs on fewer
 (:meth:`CoreSharing._enough`), leaving a core to a caller who arrives meanwhile. Shares follow what the streams need
-(:meth:`CoreSharing._count`): beside a stream that needs a tenth of the cores it needs (a Piper voice
+(:func:`weighed`): beside a stream that needs a tenth of the cores it needs (a Piper voice
 beside a Kokoro one), a stream decodes as if it were nearly alone, not on half the cores, while no
 other stream needs a core before its job is done (:meth:`CoreSharing._fair`), and waits a moment for
 the cores a short job holds when that finishes it sooner (:meth:`CoreSharing._widens`); the lighter
@@ -25,13 +25,13 @@ cores before another stream needs one.
 
 A new stream's first audio waits while a playing stream is *thin* (too little audio coming to keep
 gaining once every stream runs) and the new one would lower the playing streams' share of the cores
-(:meth:`CoreSharing._waits`), at most :data:`FIRST_AUDIO_WAIT` times its own expected work; meanwhile the
-cores go to the streams already playing, and its waiting job bounds none of their windows
-(:meth:`CoreSharing.hold_limit`): a stream admitted earlier must not run dry because of one that came
-later. Once let go, it takes at most its equal share of the cores among the streams running
-(:meth:`CoreSharing._threads_for`), not every free core while a playing stream is between two jobs.
-And it gives way to a playing stream's job that the first audios queued ahead of that job would start
-past its latest start (:meth:`CoreSharing._gives_way`): a first audio is never stopped once started.
+(:meth:`CoreSharing._waits`), at most :data:`FIRST_AUDIO_WAIT` times its own expected work, and is then
+refused if it still would (:meth:`CoreSharing._overstayed`): a stream admitted earlier must not run dry
+because of one that came later. Meanwhile the cores go to the streams already playing, and its waiting
+job bounds none of their windows (:meth:`CoreSharing.hold_limit`). Once let go, it takes at most its
+equal share of the cores among the streams running (:meth:`CoreSharing._threads_for`), and gives way
+to a playing stream's job that the first audios queued ahead of it would start past its latest start
+(:meth:`CoreSharing._gives_way`): a first audio is never stopped once started.
 
 The state lives here and is guarded by the pool's lock (``_cond``); every method named with a leading
 underscore is called with it held. One decision (which job starts, with how many threads, how long a
@@ -43,9 +43,9 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterable
 
-from voxserve.stream.jobs import ActiveStream, Hold, Job, Reads, cost_at, first_late, first_shortfall, nearest_level
+from voxserve.stream import jobs
+from voxserve.stream.jobs import ActiveStream, Hold, Job, Reads, weighed
 
 # How long a new stream's first audio may wait for thin streams, in its own expected work after its arrival.
 # In a burst, the streams that just got their first window are all thin at once, and each newcomer let go
@@ -90,7 +90,7 @@ class CoreSharing:
         ``held``: with the new streams held back for thin ones (:meth:`_waits`) counted, as once every
         stream runs (what a stream needs to stay ahead, see :meth:`_thin`); without them, as now (what
         a stream's next window is planned with). ``need``: the cores the asking stream keeps busy
-        (:attr:`ActiveStream.need`), so that lighter streams count less (:meth:`_count`); None: every
+        (:attr:`ActiveStream.need`), so that lighter streams count less (:func:`weighed`); None: every
         stream counts as a whole one."""
         with self._cond, self._reads:
             if self.cores is None:
@@ -129,7 +129,7 @@ class CoreSharing:
             needs = [j.start_by for j in waiting]
             needs += [s.deadline() for s in self._between(stream) if s.deadline is not None]
             ends = [(h.started + h.cost, h.threads or 0) for h in running]
-            return first_shortfall(self.cores, threads, needs, ends) - now
+            return jobs.first_shortfall(self.cores, threads, needs, ends) - now
 
     def crowded(self, threads: int | None) -> bool:
         """Whether more playing streams are thin (:meth:`_thin`) than jobs of ``threads`` can run at once.
@@ -157,29 +157,13 @@ class CoreSharing:
 
     def _counted(self, need: float | None, held: bool, now: float) -> float:
         """The streams (``held``: all of them; else those producing audio now) counted as heavy as one that
-        needs ``need`` (:meth:`_count`), once per decision (lock held)."""
+        needs ``need`` (:func:`weighed`), once per decision (lock held)."""
 
         def count() -> float:
             needs = self._needs()
-            return self._count(need, needs.values() if held else [needs[s] for s in self._producing(now)])
+            return weighed(need, needs.values() if held else [needs[s] for s in self._producing(now)])
 
         return self._reads.once(("count", need, held), count)
-
-    @staticmethod
-    def _count(need: float | None, needs: Iterable[float | None]) -> float:
-        """How many streams as heavy as one that keeps ``need`` cores busy streams that need ``needs``
-        add up to: each counts its own need over ``need``, at most 1, or 1 when either is not known.
-
-        Equal shares of the cores fit streams that need about the same. A Piper stream needs a tenth
-        of what a Kokoro one does; counted whole, it would put the Kokoro stream on half the cores for
-        as long as both play, where its windows cannot keep ahead with the planner's margin while the
-        Piper stream's core idles between its short jobs. Counted by its need it leaves the Kokoro
-        stream its width, and its own short jobs get a core between the Kokoro windows, which
-        :meth:`hold_limit` bounds by its deadlines. The lighter stream counts the heavier one whole:
-        it gets no wider for being light."""
-        if need is None or need <= 0:
-            return float(sum(1 for _ in needs))
-        return sum(1.0 if own is None else min(1.0, own / need) for own in needs)
 
     def _producing(self, now: float) -> list[ActiveStream]:
         """Streams producing audio, less the new ones whose first audio is held back now (lock held)."""
@@ -253,7 +237,7 @@ class CoreSharing:
         """The threads ``job``'s fair share of the cores gives it within ``free`` cores, started at
         ``start`` (default: now), among the streams producing audio now (lock held).
 
-        Counted by need (:meth:`_count`), a heavy stream's share beside light ones is wider than an
+        Counted by need (:func:`weighed`), a heavy stream's share beside light ones is wider than an
         equal one. It takes that width only if it can hold those cores for its expected cost without
         another stream needing one meanwhile (:meth:`_room`): a light stream's next window is often due
         soon after its last, and would otherwise wait for the whole of the heavy one's. Else it takes
@@ -281,7 +265,7 @@ class CoreSharing:
         its stream's learned work per audio second at the two counts, if known (lock held)."""
         if threads is None or job.threads is None or threads == job.threads or job.stream is None:
             return job.cost
-        return cost_at(job.cost, self._need(job.stream, job.threads), self._need(job.stream, threads))
+        return jobs.cost_at(job.cost, self._need(job.stream, job.threads), self._need(job.stream, threads))
 
     def _room(self, job: Job, threads: int, start: float, now: float) -> bool:
         """Whether ``job`` can hold ``threads`` cores from ``start`` for its expected cost without another
@@ -323,7 +307,7 @@ class CoreSharing:
         level = self._level(self.cores)
         ends = sorted(now + h.remaining(now) for h in self._running if not h.asked)
         free_at = ([now] * (self._free // level) + ends)[: max(1, self.cores // level)]
-        return first_late(free_at or [now], queue)
+        return jobs.first_late(free_at or [now], queue)
 
     def _thin(self) -> list[ActiveStream]:
         """Playing streams with too little audio coming to keep gaining once every stream runs (their
@@ -341,19 +325,30 @@ class CoreSharing:
         and meanwhile does not count in the share (:meth:`_producing`): the thin stream decodes
         on the cores the new one would take, and gains. It waits at most :data:`FIRST_AUDIO_WAIT` times
         its own expected work after its arrival, so first audio stays within a few times a lone
-        stream's."""
-        if not job.first or self.cores is None or now >= job.due + FIRST_AUDIO_WAIT * job.cost:
-            return None
-        thin = self._thin()
-        if not thin:
-            return None
+        stream's; then it is refused if it still would (:meth:`_overstayed`)."""
+        until = job.due + FIRST_AUDIO_WAIT * job.cost
+        return until if job.first and now < until and self._thins(job, now) else None
+
+    def _thins(self, job: Job, now: float) -> bool:
+        """Whether starting ``job``, a first audio, would lower a thin stream's share of the cores (lock held)."""
+        if self.cores is None or not self._thin():
+            return False
         needs = self._needs()
         mine = [needs[job.stream]] if job.stream is not None and job.stream in needs else []  # none: not counted
-        for need in {needs[s] for s in thin}:  # a thin one's share of the cores drops with it: it waits
+        for need in {needs[s] for s in self._thin()}:  # a thin one's share of the cores drops with it
             every = self._counted(need, True, now)
-            if self._cores_each(every) < self._cores_each(every - self._count(need, mine)):
-                return job.due + FIRST_AUDIO_WAIT * job.cost
-        return None
+            if self._cores_each(every) < self._cores_each(every - weighed(need, mine)):
+                return True
+        return False
+
+    def _overstayed(self, now: float) -> list[Job]:
+        """New streams' first audios that waited their whole bound (:meth:`_waits`) and would still lower a
+        thin stream's share: the streams playing need the cores it would take, so admission let it in
+        past what the machine feeds now. Started, it would make one of them run dry (a stream must never
+        run dry for one that came after it); it is refused instead, as admission would have refused it.
+        A stream's first audio after a wait for its client's text (:attr:`Job.new` false) goes then,
+        since its listener is already served (lock held)."""
+        return [j for j in self._heap if j.new and now >= j.due + FIRST_AUDIO_WAIT * j.cost and self._thins(j, now)]
 
     def _yields(self, job: Job, now: float) -> float | None:
         """Until when ``job`` leaves the free cores to streams between two jobs whose listener needs audio
@@ -383,7 +378,7 @@ class CoreSharing:
         """An overdue job's threads: its equal share of the cores with the other overdue jobs
         (:func:`~voxserve.stream.jobs.nearest_level`)."""
         assert self.cores is not None
-        return nearest_level(self._levels, free, max(1, self.cores // max(1, overdue)))
+        return jobs.nearest_level(self._levels, free, max(1, self.cores // max(1, overdue)))
 
     def _threads_for(self, job: Job, overdue: bool) -> int | None:
         """The threads ``job`` starts with: an overdue job's share among the overdue ones, but a first

@@ -128,7 +128,7 @@ class WindowPlanner:
         """Seconds of work per second of this stream's audio at ``threads`` threads, decoding its largest
         windows (None while nothing is learned at that count). At one thread: the cores it keeps busy
         as its listener plays, what the pool shares the cores by
-        (:meth:`~voxserve.stream.sharing.CoreSharing._count`); across counts: what a job loses starting
+        (:func:`~voxserve.stream.jobs.weighed`); across counts: what a job loses starting
         on fewer cores than its share (:meth:`~voxserve.stream.sharing.CoreSharing._widens`). Read under
         the pool's lock."""
         learned = self.engine.window_cost
