@@ -11,6 +11,12 @@ round meets a fresh server, as the test does when it runs alone; later ones meet
 meter has learned from the rounds before, as the test does inside its tier. At the end, over the rounds
 after the first: per arrival (the first listener, the second, ...), how many were admitted and stalled,
 and their first audio's median and largest.
+
+CI runs the test inside its tier, after other tests' lone requests taught the server's core meter and
+playing margin. ``--fresh --warm 6`` replays that: a fresh server for every round, six lone short
+requests before its listeners, and every round counted:
+
+    .venv/bin/python -m bench.listener_rounds --listeners 3 --rounds 10 --fresh --warm 6
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from bench.arrival_trace import REPLY
 from bench.in_process import start_server
 
 Answer = tuple[int, float | None, float | None]  # status, stall seconds, first audio seconds
+WARM = ("Hello there.", "The quick brown fox jumps over the lazy dog.", "How are you today? I am fine, thank you.")
 
 
 async def _listen(client: httpx.AsyncClient, url: str, voice: str, delay: float) -> Answer:
@@ -46,28 +53,41 @@ async def _listen(client: httpx.AsyncClient, url: str, voice: str, delay: float)
         return response.status_code, stall, first
 
 
+async def _round(client: httpx.AsyncClient, url: str, args: argparse.Namespace) -> list[Answer]:
+    """One round: ``--warm`` lone short requests one after another, then the listeners."""
+    for n in range(args.warm):
+        body = {"input": WARM[n % len(WARM)], "voice": args.voice, "response_format": "pcm"}
+        (await client.post(url, json=body, timeout=120)).raise_for_status()
+    return list(await asyncio.gather(*(_listen(client, url, args.voice, n * args.gap) for n in range(args.listeners))))
+
+
 async def _rounds(args: argparse.Namespace) -> None:
-    served = start_server(args.port)
     url = f"http://127.0.0.1:{args.port}/v1/audio/speech"
-    later: list[list[Answer]] = [[] for _ in range(args.listeners)]
+    counted: list[list[Answer]] = [[] for _ in range(args.listeners)]
+    served = None
     try:
         async with httpx.AsyncClient() as client:
             for number in range(args.rounds):
-                listeners = (_listen(client, url, args.voice, n * args.gap) for n in range(args.listeners))
-                answers = await asyncio.gather(*listeners)
+                if served is None or args.fresh:
+                    if served is not None:
+                        served.stop()
+                    served = start_server(args.port)
+                answers = await _round(client, url, args)
                 cells = [
                     f"{status}" if status != 200 else f"stall {stall:.3f} s, first {1000 * (first or 0):.0f} ms"
                     for status, stall, first in answers
                 ]
                 print(f"round {number}: " + " | ".join(cells), flush=True)
-                if number:
-                    for arrival, answer in zip(later, answers, strict=True):
+                if number or args.fresh:
+                    for arrival, answer in zip(counted, answers, strict=True):
                         arrival.append(answer)
                 await asyncio.sleep(args.pause)
     finally:
-        served.stop()
-    print("after the first round, per arrival: admitted, stalled (s), first audio median and max (ms)")
-    for number, answers in enumerate(later, 1):
+        if served is not None:
+            served.stop()
+    rounds = "every round" if args.fresh else "after the first round"
+    print(f"{rounds}, per arrival: admitted, stalled (s), first audio median and max (ms)")
+    for number, answers in enumerate(counted, 1):
         admitted = [(stall or 0.0, first) for status, stall, first in answers if status == 200]
         stalls = [stall for stall, _ in admitted if stall > 0]
         firsts = [first for _, first in admitted if first is not None]
@@ -84,6 +104,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--pause", type=float, default=2.0, help="seconds between rounds")
     parser.add_argument("--port", type=int, default=18500)
+    parser.add_argument(
+        "--warm", type=int, default=0, help="lone short requests before each round (as the tests before it in a tier)"
+    )
+    parser.add_argument("--fresh", action="store_true", help="a fresh server for each round (each one counted)")
     asyncio.run(_rounds(parser.parse_args()))
 
 
