@@ -69,14 +69,29 @@ def test_the_languages_of_its_voices_are_ready_at_start(runtime: Runtime) -> Non
     assert Runtime(Settings(_env_file=None, warm_languages="zh, ja"))._warm_languages() == ["zh", "ja"]
 
 
-def test_a_loaded_runtime_leaves_the_numerical_libraries_one_thread_each(runtime: Runtime) -> None:
+def test_a_loaded_runtime_leaves_the_numerical_libraries_one_thread_each() -> None:
     """The worker pool counts every core its model calls hold. A BLAS call on a worker (the decoder
     statistics' prediction, the text front's tagger) must not wake a thread per core of OpenBLAS's own,
-    which the pool does not count: on a two-core box it took a core from a window planned on both."""
-    from threadpoolctl import threadpool_info
+    which the pool does not count: on a two-core box it took a core from a window planned on both.
+    Read in a process of its own: in this one, other tests load libraries of their own afterwards
+    (Whisper's OpenMP), which are no server's."""
+    import json
+    import subprocess
+    import sys
 
-    pools = [(info["internal_api"], info["num_threads"]) for info in threadpool_info()]
-    assert ("openblas", 1) in pools  # numpy's own BLAS is loaded by then
+    probe = (
+        "import json\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from voxserve.runtime import Runtime\n"
+        "from voxserve.settings import Settings\n"
+        "runtime = Runtime(Settings(_env_file=None, engines=['piper'], warm_languages='none'))\n"
+        "runtime.load()\n"
+        "print(json.dumps([(i['internal_api'], i['num_threads']) for i in threadpool_info()]))\n"
+        "runtime.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=180, check=True)
+    pools = [tuple(pool) for pool in json.loads(done.stdout.strip().splitlines()[-1])]
+    assert ("openblas", 1) in pools  # numpy's own BLAS is loaded by then, at one thread
     assert all(threads == 1 for _, threads in pools), pools
 
 

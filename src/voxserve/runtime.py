@@ -120,6 +120,7 @@ class Runtime:
                 self.warm_up()
                 self.frontend.warm(self._warm_languages())
             self.learn_voices(learn=warm)  # without warm-up, only what an earlier start saved
+            one_thread_per_library_call()  # again for the libraries the engines and text fronts loaded
             if not factory.on_gpu:  # the meter from here on: the warm-up's odd windows are no stream's cost
                 self._pricing = self._price(factory.intra_op_threads)
                 self._heap.start()

@@ -52,6 +52,7 @@ def one_thread_per_library_call() -> None:
     (:mod:`voxserve.stream.sharing`). A BLAS call made on a worker (the decoder statistics' prediction
     for each window, the text front's tagger) would otherwise wake a thread per core of the library's
     own, which the pool does not count: a window planned on every core then shares them with it, and
-    runs late (docs/benchmarks.md, "OpenBLAS's own threads took a core from the windows (stop 64)").
-    The calls are small; on one thread they cost about the same."""
+    runs late (docs/benchmarks.md, "... OpenBLAS kept to one thread (stop 64)"). The calls are small
+    (a window's statistics, a sentence's tags), so one thread is enough for them. It limits the
+    libraries loaded when it is called: the runtime calls it before loading and again once loaded."""
     threadpool_limits(limits=1)

@@ -45,7 +45,9 @@ from voxserve.types import SchedulerStats
 
 T = TypeVar("T")
 
+# what a new stream the pool refuses is told (:meth:`WorkerPool._refuse`)
 REFUSED = "server at capacity: the streams playing need every core; retry shortly or use another replica"
+
 log = logging.getLogger(__name__)
 
 

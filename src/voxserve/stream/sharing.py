@@ -326,7 +326,7 @@ class CoreSharing:
         on the cores the new one would take, and gains. It waits at most :data:`FIRST_AUDIO_WAIT` times
         its own expected work after its arrival, so first audio stays within a few times a lone
         stream's; then it is refused if it still would (:meth:`_overstayed`)."""
-        until = job.due + FIRST_AUDIO_WAIT * job.cost
+        until = _wait_ends(job)
         return until if job.first and now < until and self._thins(job, now) else None
 
     def _thins(self, job: Job, now: float) -> bool:
@@ -343,12 +343,11 @@ class CoreSharing:
 
     def _overstayed(self, now: float) -> list[Job]:
         """New streams' first audios that waited their whole bound (:meth:`_waits`) and would still lower a
-        thin stream's share: the streams playing need the cores it would take, so admission let it in
-        past what the machine feeds now. Started, it would make one of them run dry (a stream must never
-        run dry for one that came after it); it is refused instead, as admission would have refused it.
-        A stream's first audio after a wait for its client's text (:attr:`Job.new` false) goes then,
-        since its listener is already served (lock held)."""
-        return [j for j in self._heap if j.new and now >= j.due + FIRST_AUDIO_WAIT * j.cost and self._thins(j, now)]
+        thin stream's share: admission let them in past what the machine feeds now, and started, one
+        would make a stream that came before it run dry. They are refused, as admission would have. A
+        first audio after a wait for the client's text (:attr:`Job.new` false) goes: its listener is
+        already served (lock held)."""
+        return [j for j in self._heap if j.new and now >= _wait_ends(j) and self._thins(j, now)]
 
     def _yields(self, job: Job, now: float) -> float | None:
         """Until when ``job`` leaves the free cores to streams between two jobs whose listener needs audio
@@ -393,3 +392,9 @@ class CoreSharing:
                 return fair
             level = self._overdue_level(self._free, self._overdue(now, starting=1))
             return min(level, fair) if job.first else level
+
+
+def _wait_ends(job: Job) -> float:
+    """When a first audio's wait for thin streams ends: :data:`FIRST_AUDIO_WAIT` times its expected work
+    after it was due (its arrival)."""
+    return job.due + FIRST_AUDIO_WAIT * job.cost
