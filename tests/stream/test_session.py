@@ -267,6 +267,21 @@ async def test_a_sentence_end_at_the_end_of_the_buffer_is_spoken_after_a_quiet_s
     await session.aclose()
 
 
+async def test_a_pause_in_the_text_after_a_title_does_not_end_the_sentence(fake_runtime: Runtime) -> None:
+    """An LLM's tokens can pause anywhere, "I met Dr." included: the quiet spell that speaks a finished
+    sentence leaves that text waiting for the name, and the sentence is spoken whole, in one segment."""
+    session = fake_runtime.open_session(SynthesisParams(voice=PIPER), pace=False)
+    session.push_text("I met Dr.")
+    pending = asyncio.ensure_future(session.__aiter__().__anext__())
+    await asyncio.sleep(4 * session._config.idle_flush_ms / 1000)  # four quiet spells
+    assert not pending.done(), "the title was spoken as a sentence of its own"
+    session.push_text(" Smith today.")
+    session.close()
+    chunks = [await pending] + [c async for c in session]
+    assert len(session.join_positions) == 0  # spoken as one segment
+    assert len(audio_of(chunks)) / session.sample_rate > 1.0
+
+
 async def test_a_number_split_across_fragments_is_not_cut_at_its_decimal_point(fake_runtime: Runtime) -> None:
     runtime = fake_runtime
     session = runtime.open_session(SynthesisParams(voice=PIPER), pace=False)

@@ -279,3 +279,25 @@ def test_a_long_input_is_scanned_a_bounded_number_of_times(unit: str, monkeypatc
         pieces = split_text(text)
         assert "".join(p.text for p in pieces).replace(" ", "") == text.replace(" ", "")
         assert scanned <= 6 * len(text), (repeats, scanned / len(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ("I met Dr.", True),
+        ("Take the medicine, e.g.", True),
+        ("Written by J.", True),
+        ("Steps:\n2.", True),
+        ("I met the doctor.", False),
+        ("It costs 3.", False),  # a sentence's end or a decimal point: the quiet spell settles it
+        ("We live on Main St.", False),  # a street's end ends sentences too
+        ("Wait...", False),
+        ("Done!", False),
+    ],
+)
+def test_a_period_that_ends_no_sentence_is_told_apart_at_the_end_of_the_buffer(text: str, held: bool) -> None:
+    """The session's idle flush speaks buffered text that ends a sentence after a quiet spell; "I met Dr."
+    is never such text, however long the stream pauses."""
+    segmenter = IncrementalSegmenter()
+    segmenter.push(text)
+    assert segmenter.ends_in_abbreviation() is held

@@ -114,14 +114,14 @@ class SynthesisSession:
     def _arm_idle_flush(self) -> None:
         """If the buffer ends a sentence and no more text comes soon, speak it without waiting.
 
-        A final "." is ambiguous while streaming ("3." may become "3.5"), so the segmenter waits
-        for the next character; a short quiet spell settles it.
-        """
+        A final "." is ambiguous while streaming ("3." may become "3.5"), so the segmenter waits for the
+        next character; a short quiet spell settles it, but never after "Dr." or an initial."""
         if self._idle_handle is not None:
             self._idle_handle.cancel()
             self._idle_handle = None
         tail = self._segmenter.buffered.rstrip()
-        if tail and tail[-1] in _SENTENCE_END and self._config.idle_flush_ms > 0:
+        ends = tail and tail[-1] in _SENTENCE_END and not self._segmenter.ends_in_abbreviation()
+        if ends and self._config.idle_flush_ms > 0:
             loop = asyncio.get_running_loop()
             self._idle_handle = loop.call_later(self._config.idle_flush_ms / 1000, self._idle_flush)
 

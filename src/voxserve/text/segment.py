@@ -201,6 +201,17 @@ class IncrementalSegmenter:
     def buffered(self) -> str:
         return (self._pending + " " + self._buf).strip()
 
+    def ends_in_abbreviation(self) -> bool:
+        """Whether the buffered text ends with a period that ends no sentence however the text goes on: a
+        title or abbreviation that always introduces something ("Dr.", "e.g."), an initial ("J."), or a
+        list number at the start of a line ("2."). A stream whose text pauses there (an LLM between two
+        tokens) waits for the word that follows rather than speak "I met Dr." as a sentence."""
+        buf = self._buf.rstrip()
+        dot = len(buf) - 1
+        if dot < 1 or buf[dot] != "." or buf[dot - 1] == ".":
+            return False
+        return period_ends_sentence(buf, dot, len(buf), True, self._line_start) is False
+
     # --- internals -----------------------------------------------------------------
     def _limit(self) -> int:
         """Soft size of the current group: doubles with every segment, up to the maximum."""
