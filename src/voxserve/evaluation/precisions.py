@@ -14,7 +14,6 @@ some ONNX Runtime builds) is reported with the error instead of scores.
 from __future__ import annotations
 
 import statistics
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ from voxserve.engines.vocoder_stats import VoiceStatsBook
 from voxserve.errors import ModelError
 from voxserve.evaluation.fidelity import pesq_stoi
 from voxserve.evaluation.kokoro_windows import KokoroWindows
+from voxserve.evaluation.progress import Progress
 from voxserve.models.graphs import PRECISIONS
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
@@ -141,15 +141,14 @@ def compare(
                 windows.streamer.stats_model = model
                 providers = ",".join(p.removesuffix("ExecutionProvider") for p in resolve_providers(settings.providers))
                 whole, streamed = [], []
+                progress = Progress(f"eval precision {variant}", len(texts), quiet)
                 for k, (text, ref) in enumerate(zip(texts, references, strict=True), 1):
-                    if not quiet:
-                        print(f"\reval precision {variant}: {k}/{len(texts)}", end="", file=sys.stderr, flush=True)
+                    progress.step(k)
                     one, windowed = windows.whole_and_windowed(text, voice, lang)
                     whole.append(pesq_stoi(ref, one, RATE))
                     streamed.append(pesq_stoi(ref, windowed, RATE))
                 rows.append(_row(variant, providers, whole, streamed))
-                if not quiet:
-                    print(file=sys.stderr)
+                progress.done()
             finally:
                 if runtime is not reference_runtime:
                     runtime.close()

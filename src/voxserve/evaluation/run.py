@@ -15,6 +15,7 @@ from voxserve.engines.voices import KOKORO_LANG_BY_PREFIX
 from voxserve.evaluation import asr
 from voxserve.evaluation import peers as peer_libs
 from voxserve.evaluation.fidelity import SeamStats, dnsmos, pesq_stoi, seams, trim_silence
+from voxserve.evaluation.progress import Progress
 from voxserve.evaluation.synth import Synthesis, Synthesizer
 from voxserve.text.languages import lang_for_voice
 
@@ -232,9 +233,9 @@ class Evaluation:
         results = []
         for voice in voices:
             clips: list[Synthesis] = []
+            progress = Progress(f"eval {language} {voice}", len(texts), self.quiet)
             for k, text in enumerate(texts, 1):
-                if not self.quiet:
-                    print(f"\reval {language} {voice}: {k}/{len(texts)}", end="", file=sys.stderr, flush=True)
+                progress.step(k)
                 result, streamed = self.sentence(language, voice, engines[voice], text)
                 results.append(result)
                 clips.append(streamed)
@@ -242,8 +243,7 @@ class Evaluation:
                 self.naturalness_scores[f"{language} {voice}"] = _naturalness(
                     [(c.samples, c.sample_rate) for c in clips]
                 )
-            if not self.quiet:
-                print(file=sys.stderr)
+            progress.done()
         for peer in self.peers:
             if not peer_libs.supports(peer, language):
                 if not self.quiet:
