@@ -251,3 +251,32 @@ async def test_running_streams_are_priced_by_what_is_learned_now() -> None:
     assert adm.load == pytest.approx(0.7 / 0.8) and not adm.fits(0.35)
     price = 0.45  # the machine turned out slower: the streams running count at that, none is let in
     assert adm.load == pytest.approx(0.9 / 0.8) and not adm.fits(0.05)
+
+
+async def test_the_pool_refusing_a_burst_lowers_the_limit_once() -> None:
+    """Seen by a user: thirty Piper callers at once on a fresh server. Admission let them all in, the pool
+    refused 24 of them one after another, and each refusal lowered the limit by one stream, 0.8 to 0.21:
+    a refused stream's booking goes at once, so the next refusal met a load under the limit and counted
+    as a new overload. Afterwards one Kokoro stream fitted where three had. The refusals of one burst
+    lower the limit once; a stream admitted after that and refused too lowers it again."""
+    adm = Admission(max_streams=100, max_queue=0, max_load=0.8)
+    streams = [await adm.acquire(0.025) for _ in range(30)]
+    for booking in streams[6:]:
+        adm.observe(0.025, stalled=True, why="the pool refused a new stream", refused=True)
+        adm.release(booking)
+    assert adm.limit == pytest.approx(0.775)
+    later = await adm.acquire(0.025)  # admitted under the lowered limit, and refused as well
+    adm.observe(0.025, stalled=True, refused=True)
+    adm.release(later)
+    assert adm.limit == pytest.approx(0.75)
+
+
+async def test_the_load_reads_full_when_max_streams_are_running() -> None:
+    """``voxserve_load`` is what an autoscaler scales on: a replica at its operator's ``max_streams`` is
+    full (``/readyz`` says so), however little of the cores those streams book."""
+    adm = Admission(max_streams=2, max_queue=0, max_load=0.8)
+    assert adm.load == 0.0
+    await adm.acquire(0.1)
+    assert adm.load == pytest.approx(0.5)  # one of two streams: fuller than 0.1 of 0.8
+    await adm.acquire(0.1)
+    assert adm.load == pytest.approx(1.0) and not adm.fits(0.1)

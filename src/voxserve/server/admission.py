@@ -13,8 +13,8 @@ Shares are what the streams cost on average, and deadlines are missed at the mom
 it (streams starting together, sentence fronts falling together), so the operator's default leaves a
 fifth of the cores for them (:class:`voxserve.settings.Settings`). A stream whose cost is not known yet
 (a GPU) is booked at ``max_load / max_streams``, so that ``max_streams`` of them fill the limit.
-``max_streams`` stays as the operator's ceiling on the number of streams whatever they cost, and the
-first stream is always admitted.
+``max_streams`` stays as the operator's ceiling on the number of streams whatever they cost (the load
+reads full at it too), and the first stream is always admitted.
 
 The limit also learns from the streams themselves. The shares say what the cores can compute; whether
 the scheduler turns that into audio on time is measured by the server's own underrun count. Each stream
@@ -33,6 +33,10 @@ gives a hundredth of its share back: to the debt while there is one, else to the
 stream it stalled, however many stalled at once: the limit settles where about one stream in a hundred
 stalls (the capacity target of ``voxserve bench``) on this machine, under this traffic. The debt never
 exceeds the limit, so one bad minute is paid off within a hundred times the streams the limit admits.
+
+A new stream the worker pool refuses (it waited for thin streams as long as it may) teaches as a stall.
+It leaves at once, though, so the next refusal of the same burst meets a load under the limit again:
+refusals count as one overload while no stream has been admitted since the limit was last lowered.
 
 A stream that runs dry while no other is running teaches nothing: admitting fewer could not have
 spared it (the first stream is always admitted). Such a stall comes from elsewhere (a fresh server's
@@ -93,7 +97,10 @@ class Admission:
         self.max_load = max_load
         self._limit = max_load  # learned from stalls, within (one stream, max_load]
         self._debt = 0.0  # shares stalled streams did not take off the limit, paid back before it rises
-        self._bookings: dict[Booking, None] = {}  # the running streams, in the order they were admitted
+        # the running streams, in the order they were admitted, each with how often the limit had been
+        # lowered by then (see :meth:`observe`)
+        self._bookings: dict[Booking, int] = {}
+        self._lowered = 0  # times the limit was lowered
         self._waiters: deque[tuple[asyncio.Future[None], Booking]] = deque()
         self._draining = False
         self._idle = asyncio.Event()
@@ -122,8 +129,9 @@ class Admission:
 
     @property
     def load(self) -> float:
-        """The booked shares of the streams running now against the learned limit: 1.0 is full."""
-        return self._booked() / self._limit
+        """The booked shares of the streams running now against the learned limit, or the streams against
+        ``max_streams`` when that is fuller: 1.0 is full either way (what autoscalers and balancers read)."""
+        return max(self._booked() / self._limit, self.active / self.max_streams)
 
     def _booked(self) -> float:
         """The running streams' shares, priced now (each distinct price asked once)."""
@@ -138,18 +146,28 @@ class Admission:
         """The booked shares admitted at most now (learned from stalls, at most ``max_load``)."""
         return self._limit
 
-    def observe(self, share: float | None, stalled: bool, why: str = "a listener ran dry") -> None:
+    def observe(
+        self, share: float | None, stalled: bool, why: str = "a listener ran dry", refused: bool = False
+    ) -> None:
         """A stream of ``share`` stalled, or ended clean: move the limit (see above). A stream the worker
-        pool refused before its first audio (``why`` says so in the log) teaches as a stall: the
-        streams playing needed the cores admission booked it on."""
+        pool ``refused`` before its first audio (``why`` says so in the log) teaches as a stall: the
+        streams playing needed the cores admission booked it on. But such a stream leaves at once, so
+        the load above the limit that marks a burst's later stalls as one overload is gone by the next
+        refusal: the refusals of one burst would each lower the limit, down to the few streams the pool
+        started. So a refusal while no stream has been admitted since the limit was last lowered is
+        owed, as one of the same overload."""
         booked = self.share(share)
         if stalled and self.active <= 1:
             return  # it ran dry with the cores to itself: no admission could have spared it
         if stalled:
-            last = self.share(next(reversed(self._bookings)).price())  # the stream admitted last
+            newest = next(reversed(self._bookings))  # the stream admitted last
+            last = self.share(newest.price())
             lowered = max(booked, min(self._limit, max(self._booked(), self._limit) - last))
+            if refused and self._bookings[newest] < self._lowered:
+                lowered = self._limit  # nothing admitted since the last lowering: the same overload
             self._debt = min(self._debt + last - max(0.0, self._limit - lowered), lowered)
             if lowered < self._limit:  # a burst's later stalls are owed, not logged again
+                self._lowered += 1
                 log.warning(
                     "%s beside %d other streams: admission limit %.3f -> %.3f of the cores",
                     why,
@@ -254,7 +272,7 @@ class Admission:
             waiter.set_result(None)
 
     def _take(self, booking: Booking) -> None:
-        self._bookings[booking] = None
+        self._bookings[booking] = self._lowered
         self._idle.clear()
         self._changed()
 

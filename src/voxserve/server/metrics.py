@@ -63,7 +63,8 @@ class Metrics:
         self.queue_depth = Gauge("voxserve_queue_depth", "Requests waiting for a stream slot.", registry=r)
         self.load = Gauge(
             "voxserve_load",
-            "Booked shares of the running streams against the admission limit (1 = full: no more fit).",
+            "Booked shares of the running streams against the admission limit, or streams against max_streams "
+            "when that is fuller (1 = full: no more fit).",
             registry=r,
         )
         self.admission_limit = Gauge(
