@@ -38,6 +38,17 @@ def test_invalid_values_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
         Settings(_env_file=None)
 
 
+@pytest.mark.parametrize(
+    ("name", "value"), [("CLIENT_STALL_S", "inf"), ("MAX_LOAD", "nan"), ("QUEUE_TIMEOUT_S", "nan")]
+)
+def test_a_number_that_is_not_finite_is_refused_as_such(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    """``inf`` passed every lower bound and switched the stalled-client guard off unseen; ``nan`` was
+    refused as "less than or equal to" a bound it is not above."""
+    monkeypatch.setenv(f"VOXSERVE_{name}", value)
+    with pytest.raises(ValueError, match=f"(?is){name}.*finite number"):
+        Settings(_env_file=None)
+
+
 def test_trusted_proxies_are_addresses_or_networks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOXSERVE_TRUSTED_PROXIES", "10.0.0.0/8, ::1")
     assert Settings(_env_file=None).trusted_proxies == ["10.0.0.0/8", "::1"]

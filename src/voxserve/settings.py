@@ -65,6 +65,7 @@ class Settings(BaseSettings):
         env_file=".env",
         extra="ignore",
         populate_by_name=True,
+        allow_inf_nan=False,  # "inf" would switch a guard off unseen, and "nan" fails every bound
     )
 
     # --- models -----------------------------------------------------------------
