@@ -123,9 +123,10 @@ def test_every_client_is_bounded(bounded: tuple[RunningServer, CountingRuntime])
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4029
         refused = httpx.get(server.base + "/v1/models")
         assert refused.status_code == 429 and refused.json()["error"]["code"] == "rate_limited"
-        # a health probe from the same address still reads the server's state
+        # a health probe or a scrape from the same address still reads the server's state
         assert httpx.get(server.base + "/readyz").status_code == 200
         assert httpx.get(server.base + "/healthz").status_code == 200
+        assert httpx.get(server.base + "/metrics").status_code == 200
     finally:
         for ws in held:
             ws.close()

@@ -34,7 +34,10 @@ from voxserve.server.ws import ws_router
 from voxserve.settings import Settings
 
 access_log = logging.getLogger("voxserve.access")
-_PROBES = frozenset({"/healthz", "/readyz"})  # never refused for the client's other connections
+_PROBES = frozenset({"/healthz", "/readyz"})
+# never refused for the client's other connections: a probe or a scrape from behind the same address as a
+# busy client (a NAT, the balancer) still reads the server's state
+_UNCAPPED = _PROBES | {"/metrics"}
 _ROUTES = frozenset(
     {
         "/v1/audio/speech",
@@ -278,7 +281,7 @@ def create_app(settings: Settings, runtime: RuntimeLike | None = None, *, state:
         ClientConnections,
         limit=settings.max_connections_per_client,
         refused=lambda path, code: vox.metrics.count("ws", path if path in _WS_ROUTES else "other", code),
-        exempt=_PROBES,
+        exempt=_UNCAPPED,
     )
     app.add_middleware(AccessLog, metrics=vox.metrics)
     return app
