@@ -2,11 +2,12 @@
 fit afterwards.
 
 A fresh server (``bench/in_process.py``, default settings but the rate limit) first serves one lone
-Kokoro caller (so that its core meter has measured a stream), then ``--before`` Kokoro callers at once, then ``--burst`` Piper callers at once (far more than its cores feed), then the
-Kokoro callers again. Every caller asks for :data:`bench.arrival_trace.REPLY` over HTTP as a server-sent
-event stream. Per wave: how many were refused (503), the stall seconds the server counted for the ones
-served, and the admission limit and booked load after it (``voxserve_admission_limit``). A burst beyond
-capacity may lower the limit, but once: the Kokoro callers admitted before it should fit after it too.
+Kokoro caller (so that its core meter has measured a stream), then ``--before`` Kokoro callers at once,
+then ``--burst`` Piper callers at once (far more than its cores feed), then the Kokoro callers again.
+Every caller asks for :data:`bench.arrival_trace.REPLY` over HTTP as a server-sent event stream. Per
+wave: how many were refused (503), the stall seconds the server counted for the ones served, and the
+admission limit after it (``voxserve_admission_limit``). A burst beyond capacity may lower the limit,
+but once: the Kokoro callers admitted before it should fit after it too.
 
     .venv/bin/python -m bench.burst_limit --rounds 2
 
