@@ -1,8 +1,8 @@
 """How far the window costs a fresh server learns from its warm-up are from the ones it learns after.
 
 The runtime's warm-up decodes one short text at every thread level, and the window cost fit
-(:class:`voxserve.engines.windowing.WindowCost`) starts from those few windows: since stop 65 from a
-second pass, after the first calls of each ONNX Runtime session at each size. This loads a runtime as
+(:class:`voxserve.engines.windowing.WindowCost`) starts from those few windows, the first calls of each
+ONNX Runtime session at each size among them. This loads a runtime as
 the server does, prints what the fit predicts for a window of ``--window`` audio seconds at each level
 and how many windows were ever recorded at one thread, then runs the warm-up again ``--passes`` times
 (each learns afresh) and prints the same after each.
