@@ -262,7 +262,7 @@ async def test_the_pool_refusing_a_burst_lowers_the_limit_once() -> None:
     adm = Admission(max_streams=100, max_queue=0, max_load=0.8)
     streams = [await adm.acquire(0.025) for _ in range(30)]
     for booking in streams[6:]:
-        adm.observe(0.025, stalled=True, why="the pool refused a new stream", refused=True)
+        adm.observe(0.025, stalled=True, refused=True)
         adm.release(booking)
     assert adm.limit == pytest.approx(0.775)
     later = await adm.acquire(0.025)  # admitted under the lowered limit, and refused as well

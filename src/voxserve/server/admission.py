@@ -146,11 +146,9 @@ class Admission:
         """The booked shares admitted at most now (learned from stalls, at most ``max_load``)."""
         return self._limit
 
-    def observe(
-        self, share: float | None, stalled: bool, why: str = "a listener ran dry", refused: bool = False
-    ) -> None:
+    def observe(self, share: float | None, stalled: bool, refused: bool = False) -> None:
         """A stream of ``share`` stalled, or ended clean: move the limit (see above). A stream the worker
-        pool ``refused`` before its first audio (``why`` says so in the log) teaches as a stall: the
+        pool ``refused`` before its first audio (``stalled`` too) teaches as a stall: the
         streams playing needed the cores admission booked it on. But such a stream leaves at once, so
         the load above the limit that marks a burst's later stalls as one overload is gone by the next
         refusal: the refusals of one burst would each lower the limit, down to the few streams the pool
@@ -170,7 +168,7 @@ class Admission:
                 self._lowered += 1
                 log.warning(
                     "%s beside %d other streams: admission limit %.3f -> %.3f of the cores",
-                    why,
+                    "the pool refused a new stream" if refused else "a listener ran dry",
                     self.active - 1,
                     self._limit,
                     lowered,

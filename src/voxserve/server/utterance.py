@@ -159,7 +159,7 @@ class Utterance:
                     raise EngineFailure("synthesis failed; the server logged why") from exc
                 if type(exc) is Overloaded:  # the pool refused its first audio: admission let in one too many
                     status = "refused"
-                    self._teach_admission(stalled=True, why="the pool refused a new stream", refused=True)
+                    self._teach_admission(stalled=True, refused=True)
                 raise
             # the client cancelled: whatever the session raised while stopping is of no use to it
             log.warning("session raised %r after cancel; ignored", exc)
@@ -189,10 +189,10 @@ class Utterance:
             self._audio_s, self._chunks, ttfa, rtf, self.cancelled, playback.stall_s, len(playback.stalls)
         )
 
-    def _teach_admission(self, stalled: bool, why: str = "a listener ran dry", refused: bool = False) -> None:
+    def _teach_admission(self, stalled: bool, refused: bool = False) -> None:
         """Tell admission this stream's listener ran dry (at its first stall), the pool ``refused`` it, or
         it played clean (at its end)."""
-        self._service.state.admission.observe(self._service.share(self.request), stalled, why, refused)
+        self._service.state.admission.observe(self._service.share(self.request), stalled, refused)
 
     def _record(self, status: str) -> None:
         stats = self._session.stats
