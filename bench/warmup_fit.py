@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 
+from voxserve.engines.cpus import usable_cores
 from voxserve.runtime import Runtime
 from voxserve.settings import Settings
 
@@ -24,9 +25,9 @@ def _predicted(runtime: Runtime, engine: str, window_s: float) -> str:
     cost = runtime.engines[engine].window_cost
     assert cost is not None, f"{engine} decodes no windows"
     cells = []
-    for level in (1, 2):
-        fit = cost.fit(level)
-        cells.append(f"{level} thread(s): {fit[0] + fit[1] * window_s:.3f} s" if fit else f"{level}: -")
+    for level in runtime._thread_levels:  # this machine's levels (None: the sessions' own count)
+        fit, name = cost.fit(level), f"{level or usable_cores()} thread(s)"
+        cells.append(f"{name}: {fit[0] + fit[1] * window_s:.3f} s" if fit else f"{name}: -")
     return ", ".join(cells)
 
 
