@@ -180,23 +180,25 @@ class Runtime:
         return default if default in {v.id for v in engine.voices()} else engine.voices()[0].id
 
     def warm_up(self) -> None:
-        """Run the default voice once so the first request doesn't pay for lazy initialisation."""
+        """Run the default voice so the first request doesn't pay for lazy initialisation, and the windows'
+        costs are learned from calls that no longer do."""
         for engine in self._engines.values():
             voice = self._warm_voice(engine)
             lang = lang_for_voice(voice)
             segments = self.frontend.phonemize(_WARM_TEXT, lang, engine.alphabet, max_phonemes=engine.max_phonemes)
             phonemes = " ".join(segment.phonemes for segment in segments)
-            # the path requests take: split graphs and windows when windowed, else the whole model, once
-            # at every thread count a job may get (elastic sessions): each has its own cost. The windows'
-            # costs include what ONNX Runtime's first call at each size allocates; a second pass to learn
-            # without it differs from the first by less than passes differ from each other, and every
-            # window decoded from then on refines the fit (docs/benchmarks.md, "Warm-up: one pass")
-            if engine.window_cost is not None:
-                engine.window_cost.clear()
-            for threads in self._thread_levels:
-                with thread_budget(threads):
-                    for _ in engine.stream(phonemes, voice, first_window_s=self.tuning.window_first_ms / 1000):
-                        pass
+            # the path requests take: split graphs and windows when windowed, else the whole model, at
+            # every thread count a job may get (elastic sessions): each has its own cost. Twice, learning
+            # from the second pass: the first calls of each session at each size also allocate, and priced
+            # a one-thread Kokoro window well above what later passes learn (docs/benchmarks.md, "What a
+            # fresh server's warm-up teaches the window costs")
+            for _ in range(2 if engine.window_cost is not None else 1):  # a whole model learns no windows
+                if engine.window_cost is not None:
+                    engine.window_cost.clear()  # the fit learns from the last pass only
+                for threads in self._thread_levels:
+                    with thread_budget(threads):
+                        for _ in engine.stream(phonemes, voice, first_window_s=self.tuning.window_first_ms / 1000):
+                            pass
 
     def _warm_workers(self) -> None:
         """Speak the warm-up text once per engine as a stream does: through a session, on the pool's
