@@ -71,6 +71,14 @@ def test_a_named_voice_that_cannot_read_the_text_is_refused(router: Router, text
         router.route(text, "af_heart", None)
 
 
+def test_text_streamed_to_a_chosen_voice_is_refused_naming_a_voice_that_reads_it(router: Router) -> None:
+    router.check("Hello, and then ", "af_heart", "en-us")  # readable: nothing raised
+    with pytest.raises(UnsupportedLanguage, match=r"'af_heart' speaks English .* use voice 'zf_xiaobei'"):
+        router.check("今天天气", "af_heart", "en-us")
+    with pytest.raises(UnsupportedLanguage, match=r"no Korean voice installed"):
+        router.check(KOREAN, "zf_xiaobei", "zh")
+
+
 def test_with_no_voice_for_the_language_auto_says_how_to_add_one(router: Router) -> None:
     with pytest.raises(UnsupportedLanguage, match=r"no Korean voice installed: place a Korean Piper voice"):
         router.route(KOREAN, None, None)

@@ -185,6 +185,13 @@ class RequestPolicy:
                 check_markup(request.text, alphabet)
         return replace(request, voice=info.id, lang=lang, format=fmt)
 
+    def check_text(self, text: str, request: SpeechRequest) -> None:
+        """Refuse text streamed into a resolved request that its voice cannot read, naming a voice that
+        can (the text front end would refuse it later, and could not say which voice)."""
+        assert request.voice is not None
+        if not request.phonemes:
+            self._router.check(text, request.voice, request.lang or self.voice(request.voice).lang)
+
     def output_rate(self, request: SpeechRequest) -> int:
         """The sample rate a resolved request's audio is sent at."""
         assert request.voice is not None

@@ -6,7 +6,9 @@ for that language (``Settings.language_voices``), else the default voice when it
 first installed voice of the language. A named voice keeps the request unless the text holds letters
 its language cannot read: then the operator's voice for the text's language takes over when one is
 mapped, and otherwise the request is refused with :class:`UnsupportedLanguage`, naming the language
-and saying how to add a voice for it, never spelled out letter by letter or silently dropped.
+and a voice that reads it (or saying how to add one), never spelled out letter by letter or silently
+dropped. Text streamed into an utterance after its voice was chosen is checked the same way
+(:meth:`Router.check`) and refused with the same message.
 """
 
 from __future__ import annotations
@@ -94,10 +96,20 @@ class Router:
         mapped = self._mapped.get(target)
         if mapped is not None and not unreadable(text, target):
             return Route(mapped, target, rerouted=True)
-        what = describe(text, missing, voice_lang)
-        raise UnsupportedLanguage(
-            f"voice {voice!r} speaks {language_name(voice_lang)} and cannot read the {what} in the text; "
-            f"{self._remedy(target)}"
+        raise self._unreadable(text, voice, voice_lang, missing)
+
+    def check(self, text: str, voice: str, lang: str) -> None:
+        """Raise :class:`UnsupportedLanguage` when ``voice`` speaking ``lang`` cannot read ``text``: text
+        streamed into an utterance whose voice is already chosen, so the message's remedy, not a reroute."""
+        missing = unreadable(text, lang)
+        if missing:
+            raise self._unreadable(text, voice, lang, missing)
+
+    def _unreadable(self, text: str, voice: str, lang: str, missing: list[str]) -> UnsupportedLanguage:
+        what = describe(text, missing, lang)
+        return UnsupportedLanguage(
+            f"voice {voice!r} speaks {language_name(lang)} and cannot read the {what} in the text; "
+            f"{self._remedy(text_language(text, lang))}"
         )
 
     def _remedy(self, lang: str) -> str:

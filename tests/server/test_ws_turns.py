@@ -117,6 +117,29 @@ def test_refused_config_does_not_fall_back_to_another_voice(server: RunningServe
         assert not done["cancelled"] and pcm_rms(audio) > 0.01
 
 
+def test_streamed_text_the_voice_cannot_read_is_refused_by_name_and_the_connection_speaks_on(
+    server: RunningServer,
+) -> None:
+    """The text of a streamed utterance comes after its voice was chosen: a fragment that voice cannot
+    read is refused as it arrives, saying which language it is and what to do, and the next utterance
+    on the same connection is spoken."""
+    with connect(server.ws) as ws:
+        send(ws, type="config", voice=KOKORO, format="pcm")
+        assert recv_json(ws)["type"] == "ready"
+        send(ws, type="text", text="今天天气很好")
+        error = recv_json(ws)
+        assert error["code"] == "unsupported_language", error
+        assert f"voice '{KOKORO}' speaks English and cannot read the Chinese (Han script)" in error["message"]
+        assert "no Chinese voice installed" in error["message"], error  # the fake runtime has none
+        send(ws, type="cancel")
+        done = recv_json(ws)
+        assert done["type"] == "done" and done["audio_s"] == 0
+        send(ws, type="text", text="English is spoken.")
+        send(ws, type="close")
+        _, audio, done = utterance(ws, timeout=60)
+        assert not done["cancelled"] and pcm_rms(audio) > 0.01
+
+
 def test_ready_announces_the_rate_the_audio_has(server: RunningServer) -> None:
     with connect(server.ws) as ws:
         send(ws, type="config", voice=PIPER, format="mulaw", sample_rate=24000)

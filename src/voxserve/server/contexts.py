@@ -109,6 +109,7 @@ class ContextStream:
             await asyncio.sleep(self._fragments.wait("text"))
             ctx = self._live.get(_need_id(message)) or await self._open(_need_id(message), None)
             ctx.active = time.monotonic()
+            self._service.policy.check_text(message.text, ctx.turn.request)  # refused, not held
             ctx.turn.push_text(message.text)
         elif isinstance(message, dx.Flush):
             ctx = self._find(_need_id(message))

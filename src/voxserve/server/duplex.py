@@ -198,7 +198,9 @@ class DuplexStream:
                     f"{limit} utterances are queued or speaking on this connection (the limit, "
                     "VOXSERVE_MAX_CONTEXTS); wait for a done before sending the next one"
                 )
-            (await self._turn()).push_text(message.text)
+            turn = await self._turn()
+            self._service.policy.check_text(message.text, turn.request)  # refused, not held: the turn goes on
+            turn.push_text(message.text)
         elif isinstance(message, Flush):
             if self._current is not None:
                 self._current.flush()
