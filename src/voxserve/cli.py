@@ -47,6 +47,7 @@ _FLAGS = (
     "port",
     "grpc_port",
     "intra_op_threads",
+    "max_load",
     "max_streams",
     "max_queue",
     "tls_certfile",
@@ -303,7 +304,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--grpc-port", dest="grpc_port", type=int, help="gRPC port (default 50051, 0 = off)")
     serve.add_argument("--engines", help="comma-separated engines to load (kokoro,piper)")
     serve.add_argument("--api-key", dest="api_keys", action="append", help="accept this API key (repeatable)")
-    serve.add_argument("--max-streams", dest="max_streams", type=int, help="concurrent synthesis streams")
+    serve.add_argument(
+        "--max-load",
+        dest="max_load",
+        type=float,
+        help="share of the cores admission books streams up to, by costs measured here (default 0.8)",
+    )
+    serve.add_argument(
+        "--max-streams", dest="max_streams", type=int, help="ceiling on concurrent streams, whatever they cost"
+    )
     serve.add_argument("--max-queue", dest="max_queue", type=int, help="requests waiting for a stream slot")
     serve.add_argument("--tls-cert", dest="tls_certfile", help="TLS certificate (PEM)")
     serve.add_argument("--tls-key", dest="tls_keyfile", help="TLS private key (PEM)")

@@ -52,7 +52,7 @@ def test_a_setting_out_of_range_is_one_line_naming_its_variable() -> None:
     assert result.returncode == 2
     lines = sorted(line for line in result.stderr.splitlines() if line.strip())
     assert "Traceback" not in result.stderr and len(lines) == 2, result.stderr
-    assert lines[0].startswith("voxserve: error: setting max_load (VOXSERVE_MAX_LOAD): ")
+    assert lines[0].startswith("voxserve: error: setting max_load (VOXSERVE_MAX_LOAD, or its flag): ")
     assert "greater than 0" in lines[0]
     assert lines[1].startswith("voxserve: error: setting max_streams (VOXSERVE_MAX_STREAMS, or its flag): ")
 

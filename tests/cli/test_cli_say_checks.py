@@ -95,3 +95,10 @@ def test_success_replaces_an_existing_file_and_keeps_its_mode(tmp_path: Path) ->
     assert rate == 22_050 and len(audio) > 0
     assert out.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["out.wav"]
+
+
+def test_serves_flags_set_the_capacity_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``--max-load`` is the capacity knob admission books by; ``--max-streams`` only a ceiling."""
+    monkeypatch.chdir(tmp_path)  # no .env of the developer's
+    settings = cli._settings(cli.build_parser().parse_args(["serve", "--max-load", "0.5", "--max-streams", "7"]))
+    assert (settings.max_load, settings.max_streams) == (0.5, 7)
