@@ -199,7 +199,7 @@ def test_rate_limit(make_server: ServerMaker) -> None:
 
 
 def test_queue_over_capacity_and_disconnect_frees_the_stream(make_server: ServerMaker) -> None:
-    busy = make_server(max_streams=1, max_queue=1)
+    busy = make_server(max_streams=1, max_queue=1, queue_timeout_s=20)  # waits out a busy machine's slow steps
     queued: list[httpx.Response] = []
     with (
         httpx.Client(timeout=30) as client,
