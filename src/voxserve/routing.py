@@ -96,30 +96,36 @@ class Router:
         mapped = self._mapped.get(target)
         if mapped is not None and not unreadable(text, target):
             return Route(mapped, target, rerouted=True)
-        raise self._unreadable(text, voice, voice_lang, missing)
+        raise self._unreadable(text, voice, voice_lang, missing, streamed=False)
 
     def check(self, text: str, voice: str, lang: str) -> None:
         """Raise :class:`UnsupportedLanguage` when ``voice`` speaking ``lang`` cannot read ``text``: text
         streamed into an utterance whose voice is already chosen, so the message's remedy, not a reroute."""
         missing = unreadable(text, lang)
         if missing:
-            raise self._unreadable(text, voice, lang, missing)
+            raise self._unreadable(text, voice, lang, missing, streamed=True)
 
-    def _unreadable(self, text: str, voice: str, lang: str, missing: list[str]) -> UnsupportedLanguage:
+    def _unreadable(
+        self, text: str, voice: str, lang: str, missing: list[str], *, streamed: bool
+    ) -> UnsupportedLanguage:
         what = describe(text, missing, lang)
         return UnsupportedLanguage(
             f"voice {voice!r} speaks {language_name(lang)} and cannot read the {what} in the text; "
-            f"{self._remedy(text_language(text, lang))}"
+            f"{self._remedy(text_language(text, lang), streamed=streamed)}"
         )
 
-    def _remedy(self, lang: str) -> str:
+    def _remedy(self, lang: str, *, streamed: bool) -> str:
+        """How to have ``lang`` spoken: the voice to name, and for a whole request 'auto' or the operator's
+        map too (a streamed utterance's voice was chosen at its config: only naming another one helps)."""
         chosen = self.voice_for(lang)
-        if chosen is not None:
-            return (
-                f"use voice {chosen!r} or 'auto' (or map {lang}={chosen} in VOXSERVE_LANGUAGE_VOICES to "
-                f"switch voices for such text)"
-            )
-        return how_to_add(lang)
+        if chosen is None:
+            return how_to_add(lang)
+        if streamed:
+            return f"configure voice {chosen!r} for such text"
+        return (
+            f"use voice {chosen!r} or 'auto' (or map {lang}={chosen} in VOXSERVE_LANGUAGE_VOICES to "
+            f"switch voices for such text)"
+        )
 
     def _cannot(self, text: str, lang: str) -> str:
         missing = unreadable(text, lang) or sorted(s for s in scripts(text) if s != "Latin")
