@@ -190,7 +190,7 @@ class RequestPolicy:
         can (the text front end would refuse it later, and could not say which voice)."""
         assert request.voice is not None
         if not request.phonemes:
-            self._router.check(text, request.voice, request.lang or self.voice(request.voice).lang)
+            self._router.check(text, request.voice, request.lang)
 
     def output_rate(self, request: SpeechRequest) -> int:
         """The sample rate a resolved request's audio is sent at."""

@@ -98,9 +98,11 @@ class Router:
             return Route(mapped, target, rerouted=True)
         raise self._unreadable(text, voice, voice_lang, missing, streamed=False)
 
-    def check(self, text: str, voice: str, lang: str) -> None:
-        """Raise :class:`UnsupportedLanguage` when ``voice`` speaking ``lang`` cannot read ``text``: text
-        streamed into an utterance whose voice is already chosen, so the message's remedy, not a reroute."""
+    def check(self, text: str, voice: str, lang: str | None) -> None:
+        """Raise :class:`UnsupportedLanguage` when ``voice`` speaking ``lang`` (None: its own) cannot read
+        ``text``: text streamed into an utterance whose voice is already chosen, so the message's remedy,
+        not a reroute."""
+        lang = lang or self._voice_lang(voice)
         missing = unreadable(text, lang)
         if missing:
             raise self._unreadable(text, voice, lang, missing, streamed=True)
