@@ -284,7 +284,7 @@ class _BesideTheReading:
     """The pool as the caller's windows are planned beside the reading, at the most they cost: one
     thread, two streams per job slot."""
 
-    def share(self, held: bool = True, need: float | None = None) -> tuple[int, float]:
+    def share(self, held: bool = True, need: float | None = None, newcomer: bool = False) -> tuple[int, float]:
         return 1, 2.0
 
 

@@ -127,7 +127,7 @@ class _Pool:
         self.load = 1.0
         self.thin = 0  # playing streams short of audio, beside this one
 
-    def share(self, held: bool = True, need: float | None = None) -> tuple[int, float]:
+    def share(self, held: bool = True, need: float | None = None, newcomer: bool = False) -> tuple[int, float]:
         return 1, self.load
 
     def hold_limit(self, stream: object, threads: int) -> float:
@@ -200,7 +200,7 @@ def test_windows_are_not_cut_below_the_gaining_size_while_more_streams_are_short
     assert next_window_s(FIRST, FIRST, LARGEST, cost, load) < gaining  # cut, as the test above
 
     class Pool(_Pool):
-        def share(self, held: bool = True, need: float | None = None) -> tuple[int, float]:
+        def share(self, held: bool = True, need: float | None = None, newcomer: bool = False) -> tuple[int, float]:
             return 1, load
 
     pool, clock = Pool(), PlaybackClock()
@@ -284,3 +284,62 @@ def test_a_stream_tells_the_pool_the_cores_it_keeps_busy_at_one_thread() -> None
 
     unlearned = WindowPlanner(cast(Engine, _Unlearned()), cast(WorkerPool, _Pool()), config, PlaybackClock())
     assert unlearned.need() is None
+
+
+class _ThreadCost:
+    """A learned cost per thread count: ``wide`` on two threads, ``narrow`` on one."""
+
+    def __init__(self, narrow: tuple[float, float], wide: tuple[float, float]) -> None:
+        self.costs = {1: narrow, 2: wide}
+
+    def fit(self, threads: int | None) -> tuple[float, float]:
+        return self.costs[threads or 2]
+
+
+async def test_a_playing_stream_alone_plans_its_windows_to_leave_a_caller_a_core() -> None:
+    """A lone stream on every core plans each window as long as its lead allows there: one that then
+    cannot run on fewer nor be stopped in time, so a caller arriving meanwhile waits for all of it. A
+    stream whose listener plays plans at the threads one more stream would leave it, when its windows
+    keep ahead there; the pool runs the window on those, and the other core stays free. Before its first
+    audio, or where one core is too slow to keep ahead, it plans (and runs) on every core."""
+    import time
+
+    from voxserve.engines.onnx import current_thread_budget
+    from voxserve.stream.playback import PlaybackClock
+    from voxserve.stream.session_config import SessionConfig
+    from voxserve.stream.window_budget import WindowPlanner
+
+    def planner(pool: WorkerPool, narrow: tuple[float, float], ahead_s: float | None) -> WindowPlanner:
+        engine = _Engine()
+        engine.window_cost = _ThreadCost(narrow, wide=(0.05, 0.15))  # type: ignore[assignment]
+        clock = PlaybackClock()
+        if ahead_s is not None:
+            clock.on_audio(time.monotonic(), ahead_s)
+        return WindowPlanner(cast(Engine, engine), pool, SessionConfig(max_window_s=2.0), clock)
+
+    pool = WorkerPool(4, cores=2, levels=(2, 1))
+    try:
+        with pool.streaming() as stream:
+            assert planner(pool, (0.1, 0.3), None).budget()[1] == 2  # before its first audio: every core
+            slow = planner(pool, (0.3, 0.7), 3.0)  # one core makes 1 s of audio in 0.85 s: too slow
+            assert slow.budget()[1] == 2
+            playing = planner(pool, (0.1, 0.3), 3.0)
+            assert playing.budget()[1] == 1
+            assert playing.budget(held=True)[1] == 2  # what it needs once every stream runs: as it is
+            window = playing.next_s(stream)
+            assert window is not None
+            cost = playing.job_cost(window, starts_segment=False)
+            due = time.monotonic() + 3.0
+            threads = await pool.run(current_thread_budget, deadline=due, cost=cost, stream=stream, threads=1)
+            assert threads == 1  # done in time on one core: the other stays free for a caller
+
+            # too little lead for one core: the pool runs the job on both, and it decodes the window
+            # planned for one (done sooner there), not the longest both cores could do in time
+            short = planner(pool, (0.1, 0.3), 0.9)
+            planned = short.next_s(stream)
+            both = await pool.run(lambda: (short.next_s(stream), current_thread_budget()), stream=stream, threads=1)
+            assert both == (pytest.approx(planned, abs=0.01), 2)  # (its listener played a moment meanwhile)
+            wide = next_window_s(0.9, 0.4, 2.0, (0.05, 0.15), 1.0)  # what both cores could do in time
+            assert planned is not None and planned < wide - 0.2
+    finally:
+        pool.close()

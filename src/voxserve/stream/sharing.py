@@ -84,24 +84,25 @@ class CoreSharing:
             return needs[stream]
         return self._reads.once(("need", stream, threads), lambda: stream.needs(threads))
 
-    def share(self, held: bool = True, need: float | None = None) -> tuple[int | None, float]:
+    def share(self, held: bool = True, need: float | None = None, newcomer: bool = False) -> tuple[int | None, float]:
         """(threads a stream's job gets, or None without shared cores; streams per job slot, >= 1).
 
         ``held``: with the new streams held back for thin ones (:meth:`_waits`) counted, as once every
         stream runs (what a stream needs to stay ahead, see :meth:`_thin`); without them, as now (what
         a stream's next window is planned with). ``need``: the cores the asking stream keeps busy
         (:attr:`ActiveStream.need`), so that lighter streams count less (:func:`weighed`); None: every
-        stream counts as a whole one."""
+        stream counts as a whole one. ``newcomer``: the threads as if one more stream had arrived (the
+        load as it is), which a stream with audio in hand may plan at to leave a caller a core."""
         with self._cond, self._reads:
             if self.cores is None:
                 return None, max(1.0, len(self._streams) / self._workers)
-            return self._reads.once(("share", held, need), lambda: self._share(held, need))
+            return self._reads.once(("share", held, need, newcomer), lambda: self._share(held, need, newcomer))
 
-    def _share(self, held: bool, need: float | None) -> tuple[int, float]:
+    def _share(self, held: bool, need: float | None, newcomer: bool) -> tuple[int, float]:
         """:meth:`share` with shared cores (lock held)."""
         assert self.cores is not None
         streams = self._counted(need, held, time.monotonic())
-        threads = self._level(self.cores, streams)
+        threads = self._level(self.cores, streams + 1 if newcomer else streams)
         return threads, max(1.0, streams / (self.cores // threads))
 
     def hold_limit(self, stream: ActiveStream | None, threads: int) -> float:

@@ -117,12 +117,42 @@ class WindowPlanner:
         """The engine's learned window cost at the threads this stream's jobs get now, those threads
         (None without shared cores), and the load; ``held``: once the new streams held back for thin
         ones run too (:meth:`~voxserve.stream.pool.WorkerPool.share`). On a worker, cutting the window
-        its job decodes, the threads that job runs with: the pool may give a job fewer than its share."""
-        threads, load = self.pool.share(held, self.need())
+        its job decodes, the threads that job runs with: the pool may give a job fewer than its share.
+
+        A playing stream's windows are planned at the threads it would get were one more stream to
+        arrive (:meth:`leaves_core`), so that the pool can run them on those (see
+        :meth:`~voxserve.stream.sharing.CoreSharing._enough`) and leave a core to the caller who does.
+        A job the pool runs on more (too little lead to be done in time on those) decodes the window
+        planned there, which the wider share does sooner: sized for every core, it would be as long as
+        the lead allows, and a caller arriving meanwhile would wait for all of it."""
+        need = self.need()
+        threads, load = self.pool.share(held, need)
+        leaving = False
+        if not held and threads is not None and self.leaves_core():
+            fewer, _ = self.pool.share(held, need, newcomer=True)
+            leaving = fewer is not None and fewer < threads and self._keeps_pace(fewer)
+            threads = fewer if leaving else threads
         running = current_thread_budget()
-        threads = running if running is not None and threads is not None else threads
+        if running is not None and threads is not None:
+            threads = min(running, threads) if leaving else running
         learned = self.engine.window_cost
         return (learned.fit(threads) if learned is not None else None), threads, load
+
+    def leaves_core(self) -> bool:
+        """Whether this stream plans its windows to leave a core to a caller who may arrive: one whose
+        listener plays (from its first audio on). Its windows only have to keep ahead of that listener,
+        and one planned on every core is as long as its lead allows, so it cannot run on fewer
+        (:meth:`~voxserve.stream.sharing.CoreSharing._enough`) nor be stopped in time
+        (:meth:`~voxserve.stream.pool.WorkerPool._preempt_for`): a newcomer's first audio then waits
+        for the whole window. An unpaced stream counts too: the server cannot tell a client saving a
+        file from one playing what arrives, and counts its stalls as a listener's."""
+        return self.clock.playing
+
+    def _keeps_pace(self, threads: int) -> bool:
+        """Whether this stream's largest windows at ``threads`` are done within ``1 / MARGIN`` of the
+        audio they make: its listener stays ahead on that share of the cores."""
+        need = self.need(threads)
+        return need is not None and need * MARGIN < 1.0
 
     def need(self, threads: int = 1) -> float | None:
         """Seconds of work per second of this stream's audio at ``threads`` threads, decoding its largest
