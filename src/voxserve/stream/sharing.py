@@ -91,8 +91,7 @@ class CoreSharing:
         stream runs (what a stream needs to stay ahead, see :meth:`_thin`); without them, as now (what
         a stream's next window is planned with). ``need``: the cores the asking stream keeps busy
         (:attr:`ActiveStream.need`), so that lighter streams count less (:func:`weighed`); None: every
-        stream counts as a whole one. ``newcomer``: the threads as if one more stream had arrived (the
-        load as it is), which a stream with audio in hand may plan at to leave a caller a core."""
+        stream counts as a whole one. ``newcomer``: the threads were one more stream to arrive (the load as is)."""
         with self._cond, self._reads:
             if self.cores is None:
                 return None, max(1.0, len(self._streams) / self._workers)
