@@ -11,6 +11,7 @@ from voxserve.engines.piper import PiperEngine
 from voxserve.runtime import Runtime, batch_policy
 from voxserve.settings import Settings
 from voxserve.tuning import DecodeMode, Tuning
+from voxserve.types import SynthesisParams
 
 
 def test_batching_is_off_unless_the_operator_asks_for_it() -> None:
@@ -69,6 +70,7 @@ def test_the_languages_of_its_voices_are_ready_at_start(runtime: Runtime) -> Non
     assert Runtime(Settings(_env_file=None, warm_languages="zh, ja"))._warm_languages() == ["zh", "ja"]
 
 
+@pytest.mark.e2e  # it loads the real Piper model (in a subprocess: no fixture tells the tier)
 def test_a_loaded_runtime_leaves_the_numerical_libraries_one_thread_each() -> None:
     """The worker pool counts every core its model calls hold. A BLAS call on a worker (the decoder
     statistics' prediction, the text front's tagger) must not wake a thread per core of OpenBLAS's own,
@@ -120,7 +122,7 @@ async def test_a_cold_server_books_streams_at_their_first_jobs_cost_until_a_lone
     (streams that start together run those jobs at once); one stream alone gives the meter its first
     sample, and from then on streams are booked at what they really hold. (The stream's windows teach
     the costs too, at the threads each ran with: the share is read again after it.)"""
-    from bench.arrival_trace import listen
+    from bench.arrival_trace import REPLY
     from tests.conftest import FAKE_ENGINES
 
     settings = Settings(_env_file=None, cache_dir=tmp_path_factory.mktemp("cold"), warm_languages=["none"])
@@ -133,8 +135,11 @@ async def test_a_cold_server_books_streams_at_their_first_jobs_cost_until_a_lone
         assert config.first_window_s < config.max_window_s
         cold = rt.stream_share("piper")
         assert cold is not None and cold > 1.05 * share
-        clock = await listen(rt, "en_US-joe-medium", 0.0)  # alone: every core until it is ahead
-        assert clock.audio_s > 6.0
+        session = rt.open_session(SynthesisParams(voice="en_US-joe-medium"), pace=False)  # alone, unpaced
+        session.push_text(REPLY)
+        session.close()
+        audio_s = sum([chunk.duration_s async for chunk in session])
+        assert audio_s > 6.0
         assert rt._pricing is not None and rt._pricing.meter.samples >= 1
         after = rt.window_share("piper")
         assert after is not None and rt.stream_share("piper") == pytest.approx(after * rt.core_factor)

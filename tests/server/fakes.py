@@ -48,13 +48,17 @@ class _Stats:
         self.compute_s = 0.0
 
 
+# a wait in a script: seconds, or an event the test sets when the stream may go on
+Wait = float | threading.Event
+
+
 class ScriptedSession:
     """Emits silence on a schedule of ``(wait before, audio seconds)`` once its input is closed: a
     stream that falls behind its listener on cue, which a real model on a quiet machine does not."""
 
     sample_rate = 16_000
 
-    def __init__(self, script: list[tuple[float, float]], refusal: Exception | None = None) -> None:
+    def __init__(self, script: list[tuple[Wait, float]], refusal: Exception | None = None) -> None:
         self.stats = _Stats()
         self._script = script
         self.refusal = refusal  # raised before any audio, as the worker pool refuses a first audio
@@ -78,7 +82,10 @@ class ScriptedSession:
             raise self.refusal
         offset = 0
         for n, (wait_s, audio_s) in enumerate(self._script):
-            await asyncio.sleep(wait_s)
+            if isinstance(wait_s, threading.Event):
+                await asyncio.to_thread(wait_s.wait, 30)
+            else:
+                await asyncio.sleep(wait_s)
             samples = np.zeros(round(audio_s * self.sample_rate), np.float32)
             yield AudioChunk(samples, self.sample_rate, offset, n, (), final=n == len(self._script) - 1)
             offset += len(samples)
@@ -89,7 +96,7 @@ class ScriptedRuntime(BlockedLoadRuntime):
     """Loads at once; every session follows ``script``, but those ``refuse`` names by their order of
     opening (from 0), which raise it before any audio."""
 
-    def __init__(self, script: list[tuple[float, float]], refuse: dict[int, Exception] | None = None) -> None:
+    def __init__(self, script: list[tuple[Wait, float]], refuse: dict[int, Exception] | None = None) -> None:
         super().__init__()
         self.release.set()
         self.script = script

@@ -23,12 +23,12 @@ from voxserve.server.grpc_gen import voxserve_pb2_grpc as pb_grpc
 from .fakes import ScriptedRuntime
 from .support import RunningServer, server_settings
 
-# a stream that stays open for ~5 s: long enough for every transport to be refused meanwhile on a busy machine
-HELD = [(0.0, 0.2), (5.0, 0.2)]
-
 
 def test_a_full_replica_refuses_at_once_and_reports_full() -> None:
-    running = RunningServer(server_settings(default_voice="fake", max_streams=1), ScriptedRuntime(HELD))
+    release = threading.Event()  # the stream holding the only slot stays open until every transport was refused
+    running = RunningServer(
+        server_settings(default_voice="fake", max_streams=1), ScriptedRuntime([(0.0, 0.2), (release, 0.2)])
+    )
     body = {"input": "hello", "voice": "fake", "response_format": "pcm"}
     try:
         idle = {"status": "ready", "load": 0.0, "streams": 0, "max_streams": 1}
@@ -79,8 +79,10 @@ def test_a_full_replica_refuses_at_once_and_reports_full() -> None:
         assert [r.code for r in refusals] == ["overloaded"] and "at capacity" in refusals[0].message
         assert info.value.code() in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.INTERNAL)
 
+        release.set()
         holder.join(10)
         assert httpx.get(running.base + "/readyz").status_code == 200
         assert running.metric("voxserve_load") == 0.0
     finally:
+        release.set()
         running.stop()
