@@ -198,6 +198,16 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="Each part of an HTTP request body must arrive within this long."
     )
     max_header_bytes: int = Field(default=16 * 1024, ge=1024, description="Largest HTTP request head (431/400 beyond).")
+    keep_alive_s: float = Field(
+        default=15.0,
+        gt=0,
+        le=3600,
+        description=(
+            "An idle HTTP keep-alive connection is closed after this long. Keep it above how long your clients "
+            "and load balancer reuse an idle connection (httpx and the OpenAI SDK: 5 s): a request sent just as "
+            "the server closes the connection fails with no response."
+        ),
+    )
     ws_first_message_s: float = Field(
         default=10.0,
         gt=0,

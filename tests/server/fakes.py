@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import numpy as np
 
@@ -58,7 +58,7 @@ class ScriptedSession:
 
     sample_rate = 16_000
 
-    def __init__(self, script: list[tuple[Wait, float]], refusal: Exception | None = None) -> None:
+    def __init__(self, script: Sequence[tuple[Wait, float]], refusal: Exception | None = None) -> None:
         self.stats = _Stats()
         self._script = script
         self.refusal = refusal  # raised before any audio, as the worker pool refuses a first audio
@@ -96,7 +96,7 @@ class ScriptedRuntime(BlockedLoadRuntime):
     """Loads at once; every session follows ``script``, but those ``refuse`` names by their order of
     opening (from 0), which raise it before any audio."""
 
-    def __init__(self, script: list[tuple[Wait, float]], refuse: dict[int, Exception] | None = None) -> None:
+    def __init__(self, script: Sequence[tuple[Wait, float]], refuse: dict[int, Exception] | None = None) -> None:
         super().__init__()
         self.release.set()
         self.script = script

@@ -74,7 +74,10 @@ class Clients:
     def __post_init__(self) -> None:
         self.url = self.url.rstrip("/")
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=512)
+        # idle connections are dropped well before any server's keep-alive ends (uvicorn's default and
+        # httpx's own expiry are both 5 s): a request sent as the server closes its connection fails
+        # with no response, which says nothing of the server's speech
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=512, keepalive_expiry=2.0)
         self.http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=120, limits=limits)
 
     @property

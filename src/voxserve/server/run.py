@@ -46,7 +46,7 @@ def uvicorn_config(settings: Settings, app: FastAPI, **overrides: object) -> uvi
         # every client bounded: header size, slow headers (connlimits), idle keep-alive connections
         "http": bounded_h11(settings.header_timeout_s, settings.max_header_bytes),
         "h11_max_incomplete_event_size": settings.max_header_bytes,
-        "timeout_keep_alive": 5,
+        "timeout_keep_alive": settings.keep_alive_s,
     }
     if settings.tls_certfile and settings.tls_keyfile:
         options.update(
