@@ -140,6 +140,8 @@ def test_oversized_input_and_malformed_body(make_server: ServerMaker) -> None:
     huge = b'{"input": "' + b"a" * 400_000 + b'"}'
     refused = httpx.post(small.base + "/v1/audio/speech", content=huge, headers={"content-type": "application/json"})
     assert refused.status_code == 413 and refused.json()["error"]["code"] == "input_too_large"
+    # a body left unread ends its connection (its rest would come next); one read whole does not
+    assert refused.headers["connection"] == "close" and too_long.headers.get("connection") != "close"
 
     def chunked() -> Iterator[bytes]:  # no content-length: counted as it arrives
         yield b'{"input": "'
@@ -150,7 +152,7 @@ def test_oversized_input_and_malformed_body(make_server: ServerMaker) -> None:
     streamed = httpx.post(
         small.base + "/v1/audio/speech", content=chunked(), headers={"content-type": "application/json"}
     )
-    assert streamed.status_code == 413
+    assert streamed.status_code == 413 and streamed.headers["connection"] == "close"
 
 
 def test_kokoro(server: RunningServer) -> None:

@@ -63,6 +63,15 @@ def _error_response(exc: BaseException) -> JSONResponse:
     return JSONResponse(error_body(exc), status_code=http_status(exc), headers=headers)
 
 
+def _unread(exc: BaseException) -> JSONResponse:
+    """The error response to a request whose body was left unread (too large, or too slow): it closes
+    the connection, whose next bytes would otherwise be the rest of that body. Kept open, the connection
+    would wait for that body until the keep-alive timeout."""
+    response = _error_response(exc)
+    response.headers["Connection"] = "close"
+    return response
+
+
 def _body_problem(exc: RequestValidationError) -> InvalidInput:
     """A readable message for a body FastAPI could not take: what is wrong and what to send instead."""
     errors = exc.errors()
@@ -197,7 +206,7 @@ class BodyLimit:
         too_large = InputTooLarge(f"request body larger than {self.limit} bytes")
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await _error_response(too_large)(scope, receive, send)
+            await _unread(too_large)(scope, receive, send)
             return
         # read the body here (up to the limit, each part within the body timeout), then replay it
         parts: list[bytes] = []
@@ -207,14 +216,14 @@ class BodyLimit:
                 message = await within(receive(), self.timeout_s)
             except TimeoutError:  # a slow body (slowloris)
                 slow = ClientTooSlow(f"the request body did not arrive within {self.timeout_s:g} s")
-                await _error_response(slow)(scope, receive, send)
+                await _unread(slow)(scope, receive, send)
                 return
             if message["type"] != "http.request":
                 return  # the client left
             parts.append(message.get("body", b""))
             seen += len(parts[-1])
             if seen > self.limit:
-                await _error_response(too_large)(scope, receive, send)
+                await _unread(too_large)(scope, receive, send)
                 return
             if not message.get("more_body", False):
                 break
