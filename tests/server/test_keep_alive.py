@@ -3,7 +3,7 @@ HTTP clients stop reusing one themselves.
 
 A client that reuses an idle connection at the moment the server closes it gets no response: its
 request fails as a read error, not an HTTP status, and nothing retries a POST. The load bench met it
-against uvicorn's 5 s, httpx's own expiry (docs/benchmarks.md, stop 69)."""
+against uvicorn's 5 s, the same as httpx's own expiry (docs/benchmarks.md, stop 69)."""
 
 from __future__ import annotations
 
